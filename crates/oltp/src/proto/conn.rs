@@ -1,0 +1,635 @@
+//! One client connection: connect and authenticate, then send commands and read replies.
+//!
+//! Blocking calls ([`Conn::query`], [`Conn::prepare`], [`Conn::execute`]) serve set-up work; the
+//! runner's event loop uses the same connection in non-blocking mode through [`Conn::send`],
+//! [`Conn::recv`] and the encoders.
+
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::auth;
+use super::error::{DbError, ServerError};
+use super::packet::{begin_packet, finish_packet, get_u16, get_u32, put_lenenc, ReadBuf};
+use super::response::{Expect, Outcome, Prepared, Reply, ResponseParser, TextRow};
+
+const CLIENT_LONG_PASSWORD: u32 = 1;
+const CLIENT_LONG_FLAG: u32 = 4;
+const CLIENT_CONNECT_WITH_DB: u32 = 8;
+const CLIENT_PROTOCOL_41: u32 = 512;
+const CLIENT_TRANSACTIONS: u32 = 8192;
+const CLIENT_SECURE_CONNECTION: u32 = 1 << 15;
+const CLIENT_MULTI_STATEMENTS: u32 = 1 << 16;
+const CLIENT_MULTI_RESULTS: u32 = 1 << 17;
+const CLIENT_PS_MULTI_RESULTS: u32 = 1 << 18;
+const CLIENT_PLUGIN_AUTH: u32 = 1 << 19;
+/// MariaDB's extended capability (bit 36 overall, bit 4 of the extended word): the server sends a
+/// statement's result metadata only when it changed. libmariadb, and so Debian's sysbench,
+/// negotiates it; doing the same keeps the server's work per statement identical.
+const MARIADB_CLIENT_CACHE_METADATA: u32 = 1 << 4;
+
+/// utf8mb4_general_ci: known to every MySQL and MariaDB version the driver targets.
+const HANDSHAKE_COLLATION: u8 = 45;
+
+const COM_QUIT: u8 = 0x01;
+const COM_QUERY: u8 = 0x03;
+const COM_STMT_PREPARE: u8 = 0x16;
+const COM_STMT_EXECUTE: u8 = 0x17;
+const COM_STMT_CLOSE: u8 = 0x19;
+
+const MYSQL_TYPE_LONGLONG: u8 = 8;
+const MYSQL_TYPE_VAR_STRING: u8 = 253;
+
+/// Where a server listens.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Endpoint {
+    Socket(PathBuf),
+    Tcp { host: String, port: u16 },
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Endpoint::Socket(p) => write!(f, "unix socket {}", p.display()),
+            Endpoint::Tcp { host, port } => write!(f, "TCP {host}:{port}"),
+        }
+    }
+}
+
+impl Endpoint {
+    pub fn transport(&self) -> &'static str {
+        match self {
+            Endpoint::Socket(_) => "unix-socket",
+            Endpoint::Tcp { .. } => "tcp",
+        }
+    }
+}
+
+/// Everything needed to open a connection.
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    pub endpoint: Endpoint,
+    pub user: String,
+    pub password: String,
+    pub database: Option<String>,
+    /// Bounds connecting and the handshake, so an unreachable or hung server fails fast.
+    pub connect_timeout: Duration,
+}
+
+/// A statement parameter, sent with the wire types sysbench binds (BIGINT, VARCHAR).
+#[derive(Debug, Clone, Copy)]
+pub enum Param<'a> {
+    Int(i64),
+    Str(&'a [u8]),
+}
+
+enum Stream {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.read(buf),
+            Stream::Tcp(s) => s.read(buf),
+        }
+    }
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.write(buf),
+            Stream::Tcp(s) => s.write(buf),
+        }
+    }
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_read_timeout(t),
+            Stream::Tcp(s) => s.set_read_timeout(t),
+        }
+    }
+    fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_nonblocking(on),
+            Stream::Tcp(s) => s.set_nonblocking(on),
+        }
+    }
+    fn fd(&self) -> RawFd {
+        match self {
+            Stream::Unix(s) => s.as_raw_fd(),
+            Stream::Tcp(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+/// Facts about the server learned at connect time.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ServerInfo {
+    pub version: String,
+    pub connection_id: u32,
+}
+
+pub struct Conn {
+    stream: Stream,
+    endpoint: Endpoint,
+    rbuf: ReadBuf,
+    wbuf: Vec<u8>,
+    parser: ResponseParser,
+    info: ServerInfo,
+    nonblocking: bool,
+}
+
+fn lost(endpoint: &Endpoint, source: io::Error) -> DbError {
+    DbError::Lost {
+        endpoint: endpoint.to_string(),
+        source,
+    }
+}
+
+impl Conn {
+    pub fn connect(opts: &ConnectOptions) -> Result<Conn, DbError> {
+        let connect_err = |source: io::Error| DbError::Connect {
+            endpoint: opts.endpoint.to_string(),
+            source,
+        };
+        let stream = match &opts.endpoint {
+            Endpoint::Socket(path) => Stream::Unix(UnixStream::connect(path).map_err(connect_err)?),
+            Endpoint::Tcp { host, port } => {
+                let addrs = (host.as_str(), *port)
+                    .to_socket_addrs()
+                    .map_err(connect_err)?;
+                let mut last = io::Error::new(io::ErrorKind::NotFound, "host has no address");
+                let mut stream = None;
+                for a in addrs {
+                    match TcpStream::connect_timeout(&a, opts.connect_timeout) {
+                        Ok(s) => {
+                            stream = Some(s);
+                            break;
+                        }
+                        Err(e) => last = e,
+                    }
+                }
+                let s = stream.ok_or_else(|| connect_err(last))?;
+                s.set_nodelay(true).map_err(connect_err)?;
+                Stream::Tcp(s)
+            }
+        };
+        stream
+            .set_read_timeout(Some(opts.connect_timeout))
+            .map_err(connect_err)?;
+        let mut conn = Conn {
+            stream,
+            endpoint: opts.endpoint.clone(),
+            rbuf: ReadBuf::default(),
+            wbuf: Vec::with_capacity(4096),
+            parser: ResponseParser::new(Expect::Result),
+            info: ServerInfo {
+                version: String::new(),
+                connection_id: 0,
+            },
+            nonblocking: false,
+        };
+        conn.handshake(opts).map_err(|e| match e {
+            DbError::Lost { source, .. } if source.kind() == io::ErrorKind::WouldBlock => {
+                connect_err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "the server accepted the connection but sent no handshake within {:?}",
+                        opts.connect_timeout
+                    ),
+                ))
+            }
+            other => other,
+        })?;
+        conn.stream.set_read_timeout(None).map_err(connect_err)?;
+        Ok(conn)
+    }
+
+    pub fn server_info(&self) -> &ServerInfo {
+        &self.info
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    pub fn fd(&self) -> RawFd {
+        self.stream.fd()
+    }
+
+    fn read_packet(&mut self) -> Result<Vec<u8>, DbError> {
+        loop {
+            if let Some((_, p)) = self.rbuf.next_packet()? {
+                return Ok(p.to_vec());
+            }
+            self.fill()?;
+        }
+    }
+
+    /// One read into the buffer; `Ok(false)` when a non-blocking socket has nothing yet.
+    fn fill(&mut self) -> Result<bool, DbError> {
+        loop {
+            match self.stream.read(self.rbuf.spare()) {
+                Ok(0) => {
+                    return Err(lost(
+                        &self.endpoint,
+                        io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "the server closed the connection",
+                        ),
+                    ))
+                }
+                Ok(n) => {
+                    self.rbuf.filled(n);
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && self.nonblocking => {
+                    return Ok(false)
+                }
+                Err(e) => return Err(lost(&self.endpoint, e)),
+            }
+        }
+    }
+
+    fn handshake(&mut self, opts: &ConnectOptions) -> Result<(), DbError> {
+        let hello = self.read_packet()?;
+        if hello.first() == Some(&0xFF) {
+            return Err(DbError::Server(ServerError::parse(&hello)));
+        }
+        if hello.first() != Some(&10) {
+            return Err(DbError::Protocol(format!(
+                "{} does not speak the MySQL protocol (greeting starts with {:?})",
+                self.endpoint,
+                hello.first()
+            )));
+        }
+        let bad = || DbError::Protocol("truncated server greeting".into());
+        let vend = hello[1..].iter().position(|&b| b == 0).ok_or_else(bad)? + 1;
+        let version = String::from_utf8_lossy(&hello[1..vend]);
+        // MariaDB prefixes "5.5.5-" so that old clients accept it; the real version follows.
+        self.info.version = version
+            .strip_prefix("5.5.5-")
+            .unwrap_or(&version)
+            .to_string();
+        let mut pos = vend + 1;
+        self.info.connection_id = get_u32(&hello, pos);
+        pos += 4;
+        let mut nonce = hello.get(pos..pos + 8).ok_or_else(bad)?.to_vec();
+        pos += 9;
+        let caps_lo = get_u16(&hello, pos) as u32;
+        pos += 2 + 1 + 2; // capabilities, collation, status
+        let caps_hi = get_u16(&hello, pos) as u32;
+        pos += 2;
+        let server_caps = caps_lo | caps_hi << 16;
+        let auth_len = *hello.get(pos).ok_or_else(bad)? as usize;
+        // A MariaDB server clears CLIENT_LONG_PASSWORD ("CLIENT_MYSQL") and puts its extended
+        // capabilities in the last 4 of the 10 reserved bytes.
+        let server_ext = if server_caps & CLIENT_LONG_PASSWORD == 0 {
+            get_u32(&hello, pos + 7)
+        } else {
+            0
+        };
+        pos += 1 + 10;
+        let part2 = auth_len.saturating_sub(8).max(13);
+        if let Some(p2) = hello.get(pos..(pos + part2).min(hello.len())) {
+            // The second part is NUL-terminated; the nonce is 20 bytes in all.
+            nonce.extend(p2.iter().take_while(|&&b| b != 0));
+            pos += part2;
+        }
+        let mut plugin = String::from("mysql_native_password");
+        if server_caps & CLIENT_PLUGIN_AUTH != 0 {
+            if let Some(rest) = hello.get(pos..) {
+                let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+                if end > 0 {
+                    plugin = String::from_utf8_lossy(&rest[..end]).into_owned();
+                }
+            }
+        }
+        if server_caps & CLIENT_PROTOCOL_41 == 0 {
+            return Err(DbError::Protocol("server predates protocol 4.1".into()));
+        }
+
+        let mut caps = CLIENT_LONG_PASSWORD
+            | CLIENT_LONG_FLAG
+            | CLIENT_PROTOCOL_41
+            | CLIENT_TRANSACTIONS
+            | CLIENT_SECURE_CONNECTION
+            | CLIENT_MULTI_STATEMENTS
+            | CLIENT_MULTI_RESULTS
+            | CLIENT_PS_MULTI_RESULTS
+            | CLIENT_PLUGIN_AUTH;
+        if opts.database.is_some() {
+            caps |= CLIENT_CONNECT_WITH_DB;
+        }
+        caps &= server_caps | CLIENT_CONNECT_WITH_DB;
+        let ext = server_ext & MARIADB_CLIENT_CACHE_METADATA;
+        self.parser.set_metadata_flag(ext != 0);
+
+        let auth_data = self.scramble(&plugin, opts.password.as_bytes(), &nonce)?;
+        self.wbuf.clear();
+        let p = begin_packet(&mut self.wbuf, 1);
+        self.wbuf.extend_from_slice(&caps.to_le_bytes());
+        self.wbuf.extend_from_slice(&(16u32 << 20).to_le_bytes());
+        self.wbuf.push(HANDSHAKE_COLLATION);
+        self.wbuf.extend_from_slice(&[0u8; 19]);
+        self.wbuf.extend_from_slice(&ext.to_le_bytes());
+        self.wbuf.extend_from_slice(opts.user.as_bytes());
+        self.wbuf.push(0);
+        self.wbuf.push(auth_data.len() as u8);
+        self.wbuf.extend_from_slice(&auth_data);
+        if let Some(db) = &opts.database {
+            self.wbuf.extend_from_slice(db.as_bytes());
+            self.wbuf.push(0);
+        }
+        self.wbuf.extend_from_slice(plugin.as_bytes());
+        self.wbuf.push(0);
+        finish_packet(&mut self.wbuf, p)?;
+        self.flush()?;
+
+        let mut seq = 3u8;
+        loop {
+            let reply = self.read_packet()?;
+            match reply.first() {
+                Some(0x00) => return Ok(()),
+                Some(0xFF) => {
+                    let e = ServerError::parse(&reply);
+                    if e.code == 1045 || e.code == 1698 {
+                        return Err(DbError::AccessDenied {
+                            user: opts.user.clone(),
+                            endpoint: self.endpoint.to_string(),
+                            message: e.message,
+                        });
+                    }
+                    return Err(DbError::Server(e));
+                }
+                Some(0xFE) => {
+                    // Auth switch: the account uses another plugin, with a fresh nonce.
+                    let rest = &reply[1..];
+                    let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+                    plugin = String::from_utf8_lossy(&rest[..end]).into_owned();
+                    let mut data = rest.get(end + 1..).unwrap_or(&[]).to_vec();
+                    if data.last() == Some(&0) {
+                        data.pop();
+                    }
+                    nonce = data;
+                    let resp = self.scramble(&plugin, opts.password.as_bytes(), &nonce)?;
+                    self.send_auth_data(&resp, seq)?;
+                }
+                Some(0x01) if plugin == "caching_sha2_password" => match reply.get(1) {
+                    Some(3) => continue, // fast auth succeeded; OK follows
+                    Some(4) => {
+                        if matches!(self.endpoint, Endpoint::Socket(_)) {
+                            let mut pw = opts.password.as_bytes().to_vec();
+                            pw.push(0);
+                            self.send_auth_data(&pw, seq)?;
+                        } else {
+                            return Err(DbError::UnsupportedAuth {
+                                endpoint: self.endpoint.to_string(),
+                                plugin,
+                                hint: "caching_sha2_password full authentication over TCP needs \
+                                       TLS or RSA; connect once over the unix socket (which caches \
+                                       the password) or create the user WITH mysql_native_password",
+                            });
+                        }
+                    }
+                    _ => return Err(DbError::Protocol("unexpected caching_sha2 message".into())),
+                },
+                _ => return Err(DbError::Protocol("unexpected authentication reply".into())),
+            }
+            seq = seq.wrapping_add(2);
+        }
+    }
+
+    fn scramble(&self, plugin: &str, pw: &[u8], nonce: &[u8]) -> Result<Vec<u8>, DbError> {
+        let nonce = &nonce[..nonce.len().min(20)];
+        match plugin {
+            "mysql_native_password" => Ok(auth::native_password(pw, nonce)),
+            "caching_sha2_password" => Ok(auth::caching_sha2(pw, nonce)),
+            "mysql_clear_password" if matches!(self.endpoint, Endpoint::Socket(_)) => {
+                let mut v = pw.to_vec();
+                v.push(0);
+                Ok(v)
+            }
+            other => Err(DbError::UnsupportedAuth {
+                endpoint: self.endpoint.to_string(),
+                plugin: other.to_string(),
+                hint: "create the benchmark user IDENTIFIED WITH mysql_native_password",
+            }),
+        }
+    }
+
+    fn send_auth_data(&mut self, data: &[u8], seq: u8) -> Result<(), DbError> {
+        self.wbuf.clear();
+        let p = begin_packet(&mut self.wbuf, seq);
+        self.wbuf.extend_from_slice(data);
+        finish_packet(&mut self.wbuf, p)?;
+        self.flush()
+    }
+
+    /// Writes the whole output buffer, waiting for the socket if it is non-blocking and full.
+    fn flush(&mut self) -> Result<(), DbError> {
+        let mut off = 0;
+        while off < self.wbuf.len() {
+            match self.stream.write(&self.wbuf[off..]) {
+                Ok(0) => {
+                    return Err(lost(&self.endpoint, io::ErrorKind::WriteZero.into()));
+                }
+                Ok(n) => off += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    wait_fd(self.fd(), libc::POLLOUT)
+                }
+                Err(e) => return Err(lost(&self.endpoint, e)),
+            }
+        }
+        self.wbuf.clear();
+        Ok(())
+    }
+
+    /// The buffer the next command is encoded into (see the `encode_*` functions).
+    pub fn out(&mut self) -> &mut Vec<u8> {
+        self.wbuf.clear();
+        &mut self.wbuf
+    }
+
+    /// Sends the encoded command and arms the parser for its reply.
+    pub fn send(&mut self, expect: Expect) -> Result<(), DbError> {
+        self.parser.reset(expect);
+        self.flush()
+    }
+
+    /// Reads what has arrived; `Some` once the reply is complete. A blocking connection waits.
+    pub fn recv(&mut self) -> Result<Option<Reply>, DbError> {
+        loop {
+            if !self.rbuf.is_empty() {
+                if let Some(r) = self.parser.feed(&mut self.rbuf)? {
+                    return Ok(Some(r));
+                }
+            }
+            if !self.fill()? {
+                return Ok(None);
+            }
+        }
+    }
+
+    pub fn set_nonblocking(&mut self, on: bool) -> Result<(), DbError> {
+        self.stream
+            .set_nonblocking(on)
+            .map_err(|e| lost(&self.endpoint, e))?;
+        self.nonblocking = on;
+        Ok(())
+    }
+
+    fn roundtrip(&mut self, expect: Expect) -> Result<Reply, DbError> {
+        self.send(expect)?;
+        loop {
+            if let Some(r) = self.recv()? {
+                return Ok(r);
+            }
+            wait_fd(self.fd(), libc::POLLIN);
+        }
+    }
+
+    /// Runs a statement over the text protocol and discards any rows.
+    pub fn query(&mut self, sql: &str) -> Result<Outcome, DbError> {
+        encode_query(self.out(), sql.as_bytes())?;
+        match self.roundtrip(Expect::Result)? {
+            Reply::Done(o) => Ok(o),
+            Reply::Error(e) => Err(DbError::Server(e)),
+            Reply::Prepared(_) => Err(DbError::Protocol("prepare reply to a query".into())),
+        }
+    }
+
+    /// Runs a statement over the text protocol and returns its rows as text.
+    pub fn query_rows(&mut self, sql: &str) -> Result<Vec<TextRow>, DbError> {
+        encode_query(self.out(), sql.as_bytes())?;
+        self.parser.capture_rows(true);
+        let reply = self.roundtrip(Expect::Result);
+        let rows = self.parser.take_rows();
+        self.parser.capture_rows(false);
+        match reply? {
+            Reply::Done(_) => Ok(rows),
+            Reply::Error(e) => Err(DbError::Server(e)),
+            Reply::Prepared(_) => Err(DbError::Protocol("prepare reply to a query".into())),
+        }
+    }
+
+    /// The first column of the first row, if any.
+    pub fn query_value(&mut self, sql: &str) -> Result<Option<String>, DbError> {
+        Ok(self
+            .query_rows(sql)?
+            .into_iter()
+            .next()
+            .and_then(|r| r.into_iter().next().flatten()))
+    }
+
+    pub fn prepare(&mut self, sql: &str) -> Result<Prepared, DbError> {
+        encode_prepare(self.out(), sql.as_bytes())?;
+        match self.roundtrip(Expect::Prepare)? {
+            Reply::Prepared(p) => Ok(p),
+            Reply::Error(e) => Err(DbError::Server(e)),
+            Reply::Done(_) => Err(DbError::Protocol("result reply to a prepare".into())),
+        }
+    }
+
+    pub fn execute(&mut self, stmt: &Prepared, params: &[Param]) -> Result<Outcome, DbError> {
+        encode_execute(self.out(), stmt.id, params, true)?;
+        match self.roundtrip(Expect::Result)? {
+            Reply::Done(o) => Ok(o),
+            Reply::Error(e) => Err(DbError::Server(e)),
+            Reply::Prepared(_) => Err(DbError::Protocol("prepare reply to an execute".into())),
+        }
+    }
+
+    /// Frees a prepared statement on the server (no reply is sent).
+    pub fn close_statement(&mut self, id: u32) -> Result<(), DbError> {
+        let out = self.out();
+        let p = begin_packet(out, 0);
+        out.push(COM_STMT_CLOSE);
+        out.extend_from_slice(&id.to_le_bytes());
+        finish_packet(out, p)?;
+        self.flush()
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        // A polite COM_QUIT keeps the server's "aborted connection" counters clean.
+        let mut out = Vec::with_capacity(5);
+        let p = begin_packet(&mut out, 0);
+        out.push(COM_QUIT);
+        if finish_packet(&mut out, p).is_ok() {
+            let _ = self.stream.write(&out);
+        }
+    }
+}
+
+fn wait_fd(fd: RawFd, events: libc::c_short) {
+    let mut pfd = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call.
+    unsafe {
+        libc::poll(&mut pfd, 1, 1000);
+    }
+}
+
+pub fn encode_query(out: &mut Vec<u8>, sql: &[u8]) -> Result<(), DbError> {
+    let p = begin_packet(out, 0);
+    out.push(COM_QUERY);
+    out.extend_from_slice(sql);
+    finish_packet(out, p)
+}
+
+pub fn encode_prepare(out: &mut Vec<u8>, sql: &[u8]) -> Result<(), DbError> {
+    let p = begin_packet(out, 0);
+    out.push(COM_STMT_PREPARE);
+    out.extend_from_slice(sql);
+    finish_packet(out, p)
+}
+
+/// COM_STMT_EXECUTE (no cursor, one iteration). Like libmariadb, callers send the parameter types
+/// with the first execution only; the server keeps them for later ones.
+pub fn encode_execute(
+    out: &mut Vec<u8>,
+    stmt_id: u32,
+    params: &[Param],
+    send_types: bool,
+) -> Result<(), DbError> {
+    let p = begin_packet(out, 0);
+    out.push(COM_STMT_EXECUTE);
+    out.extend_from_slice(&stmt_id.to_le_bytes());
+    out.push(0);
+    out.extend_from_slice(&1u32.to_le_bytes());
+    if !params.is_empty() {
+        out.extend(std::iter::repeat_n(0u8, params.len().div_ceil(8)));
+        out.push(send_types as u8);
+        if send_types {
+            for prm in params {
+                match prm {
+                    Param::Int(_) => out.extend_from_slice(&[MYSQL_TYPE_LONGLONG, 0]),
+                    Param::Str(_) => out.extend_from_slice(&[MYSQL_TYPE_VAR_STRING, 0]),
+                }
+            }
+        }
+        for prm in params {
+            match prm {
+                Param::Int(v) => out.extend_from_slice(&v.to_le_bytes()),
+                Param::Str(s) => {
+                    put_lenenc(out, s.len() as u64);
+                    out.extend_from_slice(s);
+                }
+            }
+        }
+    }
+    finish_packet(out, p)
+}

@@ -1,0 +1,381 @@
+//! `pgoforge oltp prepare|prewarm|run|cleanup TEST`, with sysbench's option names.
+//!
+//! Options accept both spellings sysbench accepts (`--table-size` and `--table_size`), and booleans
+//! take `on/off/true/false/1/0` or stand alone. Output follows sysbench's layout line by line; the
+//! typed result can be written as JSON with `--json FILE`.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use oltp::report::{final_report, header, interval_line};
+use oltp::result::Interval;
+use oltp::rng::{RandSettings, RandType};
+use oltp::settings::{ConnSettings, IgnoreErrors, PsMode, Schema, Settings, TestName, TrxShape};
+use oltp::{Observer, RunError, RunResult};
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum OltpCommand {
+    Prepare,
+    Prewarm,
+    Run,
+    Cleanup,
+}
+
+fn parse_bool(s: &str) -> Result<bool, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "on" | "true" | "1" | "yes" => Ok(true),
+        "off" | "false" | "0" | "no" => Ok(false),
+        _ => Err(format!("'{s}' is not a boolean (use on/off)")),
+    }
+}
+
+fn parse_rand_type(s: &str) -> Result<RandType, String> {
+    RandType::ALL
+        .into_iter()
+        .find(|t| t.name() == s)
+        .ok_or_else(|| {
+            format!("unknown rand-type '{s}'; use uniform, gaussian, special, pareto or zipfian")
+        })
+}
+
+fn parse_threads(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("'{s}' is not a positive number")),
+    }
+}
+
+#[derive(Args)]
+#[command(about = "sysbench-compatible OLTP workloads (sysbench 1.0.20 semantics, native driver)")]
+pub struct OltpArgs {
+    /// What to do.
+    #[arg(value_enum)]
+    command: OltpCommand,
+    /// The test: oltp_point_select, oltp_read_only, oltp_write_only, oltp_read_write,
+    /// oltp_update_index, oltp_update_non_index, oltp_insert, oltp_delete, select_random_points,
+    /// select_random_ranges, bulk_insert.
+    test: TestName,
+
+    /// Number of tables.
+    #[arg(long, default_value_t = 1, value_parser = parse_threads)]
+    tables: u32,
+    /// Rows per table.
+    #[arg(long = "table-size", alias = "table_size", default_value_t = 10_000)]
+    table_size: u64,
+    /// Connections (sysbench: worker threads).
+    #[arg(long, default_value_t = 1, value_parser = parse_threads)]
+    threads: u32,
+    /// OS threads driving the connections (0: one per four CPUs, at least one).
+    #[arg(long = "client-threads", alias = "client_threads", default_value_t = 0)]
+    client_threads: u32,
+    /// Time limit in seconds (0: none).
+    #[arg(long, default_value_t = 10)]
+    time: u64,
+    /// Limit on the total number of events (0: none).
+    #[arg(long, default_value_t = 0)]
+    events: u64,
+    /// Accept --time=0 with --events=0: run until interrupted.
+    #[arg(long)]
+    endless: bool,
+    /// Target transactions per second, Poisson arrivals (0: as fast as possible).
+    #[arg(long, default_value_t = 0)]
+    rate: u64,
+    /// Seconds between intermediate reports (0: none).
+    #[arg(
+        long = "report-interval",
+        alias = "report_interval",
+        default_value_t = 0
+    )]
+    report_interval: u64,
+    /// Latency percentile to report (0 disables).
+    #[arg(long, default_value_t = 95, value_parser = clap::value_parser!(u8).range(0..=100))]
+    percentile: u8,
+    /// Print the latency histogram.
+    #[arg(long, default_value = "off", num_args = 0..=1, default_missing_value = "on", value_parser = parse_bool)]
+    histogram: bool,
+    /// Seconds of load before statistics start (sysbench 1.1).
+    #[arg(long = "warmup-time", alias = "warmup_time", default_value_t = 0)]
+    warmup_time: u64,
+
+    /// Distribution of row ids: uniform, gaussian, special, pareto, zipfian.
+    #[arg(long = "rand-type", alias = "rand_type", default_value = "special", value_parser = parse_rand_type)]
+    rand_type: RandType,
+    /// Seed of the random generators (0: from the clock).
+    #[arg(long = "rand-seed", alias = "rand_seed", default_value_t = 0)]
+    rand_seed: u64,
+    #[arg(
+        long = "rand-spec-iter",
+        alias = "rand_spec_iter",
+        default_value_t = 12
+    )]
+    rand_spec_iter: u32,
+    #[arg(long = "rand-spec-pct", alias = "rand_spec_pct", default_value_t = 1.0)]
+    rand_spec_pct: f64,
+    #[arg(
+        long = "rand-spec-res",
+        alias = "rand_spec_res",
+        default_value_t = 75.0
+    )]
+    rand_spec_res: f64,
+    #[arg(long = "rand-pareto-h", alias = "rand_pareto_h", default_value_t = 0.2)]
+    rand_pareto_h: f64,
+    #[arg(
+        long = "rand-zipfian-exp",
+        alias = "rand_zipfian_exp",
+        default_value_t = 0.8
+    )]
+    rand_zipfian_exp: f64,
+
+    #[arg(long = "point-selects", alias = "point_selects", default_value_t = 10)]
+    point_selects: u32,
+    #[arg(long = "simple-ranges", alias = "simple_ranges", default_value_t = 1)]
+    simple_ranges: u32,
+    #[arg(long = "sum-ranges", alias = "sum_ranges", default_value_t = 1)]
+    sum_ranges: u32,
+    #[arg(long = "order-ranges", alias = "order_ranges", default_value_t = 1)]
+    order_ranges: u32,
+    #[arg(
+        long = "distinct-ranges",
+        alias = "distinct_ranges",
+        default_value_t = 1
+    )]
+    distinct_ranges: u32,
+    #[arg(long = "index-updates", alias = "index_updates", default_value_t = 1)]
+    index_updates: u32,
+    #[arg(
+        long = "non-index-updates",
+        alias = "non_index_updates",
+        default_value_t = 1
+    )]
+    non_index_updates: u32,
+    #[arg(long = "delete-inserts", alias = "delete_inserts", default_value_t = 1)]
+    delete_inserts: u32,
+    #[arg(long = "range-size", alias = "range_size", default_value_t = 100)]
+    range_size: u32,
+    #[arg(long = "range-selects", alias = "range_selects", default_value = "on", num_args = 0..=1, default_missing_value = "on", value_parser = parse_bool)]
+    range_selects: bool,
+    #[arg(long = "skip-trx", alias = "skip_trx", default_value = "off", num_args = 0..=1, default_missing_value = "on", value_parser = parse_bool)]
+    skip_trx: bool,
+    #[arg(long = "random-points", alias = "random_points", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=64))]
+    random_points: u32,
+    #[arg(long = "number-of-ranges", alias = "number_of_ranges", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=32))]
+    number_of_ranges: u32,
+    #[arg(long, default_value_t = 5)]
+    delta: u32,
+
+    #[arg(long = "auto-inc", alias = "auto_inc", default_value = "on", num_args = 0..=1, default_missing_value = "on", value_parser = parse_bool)]
+    auto_inc: bool,
+    #[arg(long, default_value = "off", num_args = 0..=1, default_missing_value = "on", value_parser = parse_bool)]
+    secondary: bool,
+    #[arg(long = "create-secondary", alias = "create_secondary", default_value = "on", num_args = 0..=1, default_missing_value = "on", value_parser = parse_bool)]
+    create_secondary: bool,
+    #[arg(
+        long = "mysql-storage-engine",
+        alias = "mysql_storage_engine",
+        default_value = "innodb"
+    )]
+    mysql_storage_engine: String,
+
+    /// Prepared statements (auto) or text protocol (disable).
+    #[arg(long = "db-ps-mode", alias = "db_ps_mode", default_value = "auto")]
+    db_ps_mode: PsModeArg,
+    /// Host(s); `localhost` means the unix socket, an IP address means TCP.
+    #[arg(
+        long = "mysql-host",
+        alias = "mysql_host",
+        default_value = "localhost",
+        value_delimiter = ','
+    )]
+    mysql_host: Vec<String>,
+    #[arg(
+        long = "mysql-port",
+        alias = "mysql_port",
+        default_value = "3306",
+        value_delimiter = ','
+    )]
+    mysql_port: Vec<u16>,
+    #[arg(long = "mysql-socket", alias = "mysql_socket", value_delimiter = ',')]
+    mysql_socket: Vec<PathBuf>,
+    #[arg(long = "mysql-user", alias = "mysql_user", default_value = "sbtest")]
+    mysql_user: String,
+    #[arg(
+        long = "mysql-password",
+        alias = "mysql_password",
+        default_value = "",
+        env = "PGOFORGE_MYSQL_PASSWORD",
+        hide_env_values = true
+    )]
+    mysql_password: String,
+    #[arg(long = "mysql-db", alias = "mysql_db", default_value = "sbtest")]
+    mysql_db: String,
+    /// Error numbers that restart the event instead of stopping the run ("all" for every error).
+    #[arg(
+        long = "mysql-ignore-errors",
+        alias = "mysql_ignore_errors",
+        default_value = "1213,1020,1205"
+    )]
+    mysql_ignore_errors: IgnoreErrors,
+
+    /// Write the typed result (every counter, intervals, settings, server) as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum PsModeArg {
+    Auto,
+    Disable,
+}
+
+impl OltpArgs {
+    fn settings(&self) -> Settings {
+        Settings {
+            test: self.test,
+            schema: Schema {
+                tables: self.tables,
+                table_size: self.table_size,
+                auto_inc: self.auto_inc,
+                secondary: self.secondary,
+                create_secondary: self.create_secondary,
+                storage_engine: self.mysql_storage_engine.clone(),
+            },
+            trx: TrxShape {
+                point_selects: self.point_selects,
+                simple_ranges: self.simple_ranges,
+                sum_ranges: self.sum_ranges,
+                order_ranges: self.order_ranges,
+                distinct_ranges: self.distinct_ranges,
+                index_updates: self.index_updates,
+                non_index_updates: self.non_index_updates,
+                delete_inserts: self.delete_inserts,
+                range_size: self.range_size,
+                range_selects: self.range_selects,
+                skip_trx: self.skip_trx,
+            },
+            threads: self.threads,
+            client_threads: self.client_threads,
+            time_s: self.time,
+            events: self.events,
+            rate: self.rate,
+            report_interval_s: self.report_interval,
+            percentile: self.percentile,
+            histogram: self.histogram,
+            warmup_time_s: self.warmup_time,
+            rand: RandSettings {
+                rand_type: self.rand_type,
+                seed: self.rand_seed,
+                spec_iter: self.rand_spec_iter,
+                spec_pct: self.rand_spec_pct,
+                spec_res: self.rand_spec_res,
+                pareto_h: self.rand_pareto_h,
+                zipfian_exp: self.rand_zipfian_exp,
+            },
+            ps_mode: match self.db_ps_mode {
+                PsModeArg::Auto => PsMode::Auto,
+                PsModeArg::Disable => PsMode::Disable,
+            },
+            ignore_errors: self.mysql_ignore_errors.clone(),
+            random_points: self.random_points,
+            number_of_ranges: self.number_of_ranges,
+            delta: self.delta,
+            conn: ConnSettings {
+                hosts: self.mysql_host.clone(),
+                ports: self.mysql_port.clone(),
+                sockets: self.mysql_socket.clone(),
+                user: self.mysql_user.clone(),
+                password: self.mysql_password.clone(),
+                db: self.mysql_db.clone(),
+                ..ConnSettings::default()
+            },
+        }
+    }
+}
+
+/// Prints sysbench's lines as the run goes.
+struct Printer {
+    percentile: u8,
+}
+
+impl Observer for Printer {
+    fn started(&mut self) {
+        println!("Threads started!\n");
+        let _ = std::io::stdout().flush();
+    }
+    fn interval(&mut self, i: &Interval) {
+        println!("{}", interval_line(i, self.percentile));
+        let _ = std::io::stdout().flush();
+    }
+}
+
+fn write_json(path: &PathBuf, r: &RunResult) -> Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    let text = serde_json::to_string_pretty(r).context("serializing the result")?;
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path)
+        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+}
+
+pub fn main(args: OltpArgs) -> Result<i32> {
+    let s = args.settings();
+    if let Err(msg) = s.validate(args.endless) {
+        super::usage_error(msg);
+    }
+    let log = |line: &str| println!("{line}");
+    match args.command {
+        OltpCommand::Prepare => {
+            println!("{}", banner());
+            oltp::schema::prepare(&s, &log).with_context(|| format!("preparing {}", s.test))?;
+        }
+        OltpCommand::Prewarm => {
+            println!("{}", banner());
+            oltp::schema::prewarm(&s, &log).with_context(|| format!("prewarming {}", s.test))?;
+        }
+        OltpCommand::Cleanup => {
+            println!("{}", banner());
+            oltp::schema::cleanup(&s, &log).with_context(|| format!("cleaning up {}", s.test))?;
+        }
+        OltpCommand::Run => return run(&s, args.json.as_ref()),
+    }
+    Ok(0)
+}
+
+fn banner() -> String {
+    format!(
+        "pgoforge oltp {} (sysbench {} compatible, native driver)\n",
+        env!("CARGO_PKG_VERSION"),
+        oltp::report::SYSBENCH_COMPAT
+    )
+}
+
+fn run(s: &Settings, json: Option<&PathBuf>) -> Result<i32> {
+    print!("{}", header(s, s.rand.seed == 0));
+    let _ = std::io::stdout().flush();
+    let mut printer = Printer {
+        percentile: s.percentile,
+    };
+    match oltp::run(s, &mut printer) {
+        Ok(r) => {
+            print!("{}", final_report(&r));
+            if let Some(path) = json {
+                write_json(path, &r)?;
+            }
+            Ok(0)
+        }
+        Err(RunError::Failed {
+            message, partial, ..
+        }) => {
+            eprintln!("{message}");
+            println!("\nStatistics so far (the run stopped early):\n");
+            println!("{}", final_report(&partial));
+            if let Some(path) = json {
+                write_json(path, &partial)?;
+            }
+            eprintln!("error: the run stopped: {message}");
+            Ok(1)
+        }
+        Err(e) => Err(anyhow::Error::new(e).context(format!("running {}", s.test))),
+    }
+}

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark of real sysbench and `pgoforge oltp` against one MariaDB server.
+
+Starts Debian's mariadbd on a private datadir (pinned to the last CPU), prepares the tables once,
+then runs sysbench and pgoforge alternately (A/B/A/B) for each workload and thread count, both
+pinned to the other CPUs. For each run it records TPS and the client's CPU time (user + system,
+from wait4's rusage), and prints a Markdown report with the ratios.
+
+Usage: scripts/bench-driver.py [--time 10] [--rounds 2] [--pgoforge target/release/pgoforge]
+       scripts/bench-driver.py --serve     # start the server, print how to connect, wait
+"""
+import argparse
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import json
+
+MARIADBD = "/usr/sbin/mariadbd"
+INSTALL_DB = "/usr/bin/mariadb-install-db"
+
+
+def cpu_sets():
+    n = os.cpu_count() or 1
+    if n < 2:
+        return None, None
+    return str(n - 1), ",".join(str(i) for i in range(n - 1))
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, cpus):
+        self.dir = tempfile.mkdtemp(prefix="pgf-bench-", dir="/tmp")
+        self.datadir = os.path.join(self.dir, "data")
+        self.socket = os.path.join(self.dir, "mysqld.sock")
+        self.password = secrets.token_hex(12)
+        self.cpus = cpus
+        self.proc = None
+
+    def start(self):
+        user = "root" if os.geteuid() == 0 else os.environ.get("USER", "root")
+        subprocess.run([INSTALL_DB, "--no-defaults", f"--datadir={self.datadir}", f"--user={user}",
+                        "--auth-root-authentication-method=socket", "--skip-test-db"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cmd = [MARIADBD, "--no-defaults", f"--datadir={self.datadir}", f"--socket={self.socket}",
+               f"--port={free_port()}", "--bind-address=127.0.0.1", f"--user={user}",
+               f"--log-error={self.dir}/error.log", "--innodb-buffer-pool-size=1G",
+               "--innodb-log-file-size=256M", "--innodb-flush-log-at-trx-commit=2",
+               "--max-connections=500", "--skip-log-bin", "--skip-name-resolve",
+               "--max-prepared-stmt-count=100000"]
+        if self.cpus:
+            cmd = ["taskset", "-c", self.cpus] + cmd
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(600):
+            if os.path.exists(self.socket):
+                r = subprocess.run(["mariadb", "-S", self.socket, "-u", user, "-e", "SELECT 1"],
+                                   capture_output=True)
+                if r.returncode == 0:
+                    break
+            if self.proc.poll() is not None:
+                with open(os.path.join(self.dir, "error.log")) as f:
+                    tail = f.read()[-3000:]
+                sys.exit("mariadbd exited at start:\n" + tail)
+            time.sleep(0.1)
+        sql = (f"CREATE DATABASE sbtest; CREATE USER 'sbtest'@'localhost' IDENTIFIED BY '{self.password}';"
+               "GRANT ALL ON sbtest.* TO 'sbtest'@'localhost';")
+        subprocess.run(["mariadb", "-S", self.socket, "-u", user, "-e", sql], check=True)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def args(self):
+        return [f"--mysql-socket={self.socket}", "--mysql-user=sbtest",
+                f"--mysql-password={self.password}", "--mysql-db=sbtest"]
+
+
+def measure(cmd, cpus):
+    """Runs cmd, returns (stdout, user+sys CPU seconds of it and its children)."""
+    if cpus:
+        cmd = ["taskset", "-c", cpus] + cmd
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out = p.stdout.read().decode(errors="replace")
+    _, status, ru = os.wait4(p.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"command failed: {' '.join(cmd)}\n{out}")
+    return out, ru.ru_utime + ru.ru_stime
+
+
+def parse(out):
+    tx = re.search(r"transactions:\s+(\d+)\s+\(([\d.]+) per sec", out)
+    return int(tx.group(1)), float(tx.group(2))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--time", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--table-size", type=int, default=100000)
+    ap.add_argument("--pgoforge", default="target/release/pgoforge")
+    ap.add_argument("--tests", default="oltp_point_select,oltp_read_only")
+    ap.add_argument("--threads", default="1,4")
+    ap.add_argument("--serve", action="store_true")
+    a = ap.parse_args()
+
+    server_cpus, client_cpus = cpu_sets()
+    srv = Server(server_cpus)
+    try:
+        srv.start()
+        if a.serve:
+            print("server up:", " ".join(srv.args()), flush=True)
+            signal.sigwait([signal.SIGINT, signal.SIGTERM])
+            return
+        common = [f"--table-size={a.table_size}", "--tables=1"] + srv.args()
+        subprocess.run([a.pgoforge, "oltp", "prepare", "oltp_read_only"] + common, check=True,
+                       stdout=subprocess.DEVNULL)
+        rows = []
+        for test in a.tests.split(","):
+            for threads in [int(t) for t in a.threads.split(",")]:
+                run_args = common + [f"--threads={threads}", f"--time={a.time}", "--rand-type=uniform"]
+                clients = {
+                    "sysbench": ["sysbench", test] + run_args + ["run"],
+                    "pgoforge": [a.pgoforge, "oltp", "run", test] + run_args,
+                }
+                # Warm the buffer pool once so the first measured run is not penalised.
+                warm = [a.pgoforge, "oltp", "run", test] + common + [f"--threads={threads}", "--time=3"]
+                measure(warm, client_cpus)
+                for rnd in range(a.rounds):
+                    for name in ("sysbench", "pgoforge"):
+                        out, cpu = measure(clients[name], client_cpus)
+                        tx, tps = parse(out)
+                        rows.append(dict(test=test, threads=threads, round=rnd + 1, client=name,
+                                         tps=tps, tx=tx, cpu_s=cpu, us_per_tx=cpu / tx * 1e6))
+                        print(json.dumps(rows[-1]), flush=True)
+        report(rows, a, server_cpus, client_cpus)
+    finally:
+        srv.stop()
+
+
+def report(rows, a, server_cpus, client_cpus):
+    print()
+    print(f"Server CPUs: {server_cpus}; client CPUs: {client_cpus}; {a.time} s per run; "
+          f"{a.rounds} rounds in A/B order (sysbench, pgoforge); table size {a.table_size}; "
+          f"uniform ids; unix socket.")
+    print()
+    print("| test | threads | round | sysbench TPS | pgoforge TPS | TPS ratio | sysbench CPU µs/txn | "
+          "pgoforge CPU µs/txn | CPU ratio |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    key = lambda r: (r["test"], r["threads"], r["round"])
+    pairs = {}
+    for r in rows:
+        pairs.setdefault(key(r), {})[r["client"]] = r
+    for k, p in pairs.items():
+        s, g = p["sysbench"], p["pgoforge"]
+        print(f"| {k[0]} | {k[1]} | {k[2]} | {s['tps']:.0f} | {g['tps']:.0f} | {g['tps']/s['tps']:.2f} | "
+              f"{s['us_per_tx']:.2f} | {g['us_per_tx']:.2f} | {g['us_per_tx']/s['us_per_tx']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs what pgoforge's test suite needs on Debian 12: a MariaDB server from Debian's packages
+# (pinned to 10.11.18, the version whose source the default recipe builds) and real sysbench for the
+# interop and performance cross-checks. Safe to rerun.
+set -euo pipefail
+
+MARIADB_VERSION="1:10.11.18-0+deb12u1"
+
+if [ "$(id -u)" -ne 0 ]; then
+  SUDO=sudo
+else
+  SUDO=
+fi
+
+# Installing mariadb-server would start a system service; a stray server skews benchmarks and holds
+# ports, so forbid service starts for the duration of the install.
+policy=/usr/sbin/policy-rc.d
+created_policy=0
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+  $SUDO chmod 755 "$policy"
+  created_policy=1
+fi
+cleanup() { if [ "$created_policy" = 1 ]; then $SUDO rm -f "$policy"; fi; }
+trap cleanup EXIT
+
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+pkgs=()
+for p in mariadb-server mariadb-server-core mariadb-client mariadb-client-core mariadb-common libmariadb3; do
+  pkgs+=("$p=$MARIADB_VERSION")
+done
+$SUDO apt-get install -y -q --allow-downgrades --no-install-recommends \
+  "${pkgs[@]}" sysbench procps build-essential pkg-config
+
+# The package's own service may have been started despite policy-rc.d on some images; tests start
+# their own servers on private datadirs, so make sure none is running.
+if pgrep -x mariadbd >/dev/null 2>&1; then
+  $SUDO pkill -x mariadbd || true
+fi
+echo "test dependencies installed: $(mariadbd --version) / $(sysbench --version)"
