@@ -38,4 +38,8 @@ $SUDO apt-get install -y -q --allow-downgrades --no-install-recommends \
 if pgrep -x mariadbd >/dev/null 2>&1; then
   $SUDO pkill -x mariadbd || true
 fi
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "cargo is missing: install the Rust toolchain (https://rustup.rs), then rerun" >&2
+  exit 1
+fi
 echo "test dependencies installed: $(mariadbd --version) / $(sysbench --version)"

@@ -57,7 +57,7 @@ pub enum DbError {
     #[error("{0}")]
     Server(ServerError),
     /// No connection could be made to the endpoint.
-    #[error("cannot connect to the server at {endpoint}: {source}")]
+    #[error("cannot connect to the server at {endpoint}: {source} (is a server running there? check --mysql-host, --mysql-port and --mysql-socket)")]
     Connect { endpoint: String, source: io::Error },
     /// The connection broke while a command was in flight.
     #[error("lost connection to the server at {endpoint}: {source}")]

@@ -1,0 +1,160 @@
+//! Faults during a run: missing tables, SQL errors, a server that dies, reconnects.
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use oltp::settings::{Settings, TestName};
+use oltp::{Quiet, RunError};
+use testsupport::TestServer;
+
+fn settings(srv: &TestServer, test: TestName) -> Settings {
+    let mut s = Settings::new(test);
+    s.conn = srv.conn_socket();
+    s.schema.table_size = 1000;
+    s
+}
+
+#[test]
+fn run_before_prepare_names_the_missing_table() {
+    let srv = TestServer::start().unwrap();
+    let mut s = settings(&srv, TestName::OltpReadOnly);
+    s.schema.tables = 2;
+    // Only sbtest1 exists.
+    let mut one = s.clone();
+    one.schema.tables = 1;
+    oltp::schema::prepare(&one, &|_| {}).unwrap();
+    match oltp::run(&s, &mut Quiet) {
+        Err(e @ RunError::MissingTable { .. }) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains("'sbtest2'") && msg.contains("prepare"),
+                "{msg}"
+            );
+        }
+        other => panic!("expected a missing-table error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_non_ignored_sql_error_is_fatal_with_the_statement() {
+    let srv = TestServer::start().unwrap();
+    let mut s = settings(&srv, TestName::OltpInsert);
+    s.schema.auto_inc = false;
+    s.time_s = 0;
+    s.events = 50;
+    s.rand.seed = 7;
+    oltp::schema::prepare(&s, &|_| {}).unwrap();
+    oltp::run(&s, &mut Quiet).unwrap();
+    // The same seed replays the same unique ids: the second run collides on the primary key.
+    match oltp::run(&s, &mut Quiet) {
+        Err(RunError::Failed {
+            message,
+            code,
+            partial,
+        }) => {
+            assert_eq!(code, 1062);
+            assert!(
+                message.starts_with("FATAL: mysql_drv_query() returned error 1062"),
+                "{message}"
+            );
+            assert!(
+                message.contains("for query 'INSERT INTO sbtest1 (id, k, c, pad) VALUES ("),
+                "{message}"
+            );
+            assert!(!partial.complete);
+        }
+        other => panic!("expected a fatal duplicate-key error, got {other:?}"),
+    }
+    assert_eq!(
+        srv.count("SELECT COUNT(*) FROM sbtest.sbtest1").unwrap(),
+        50
+    );
+}
+
+#[test]
+fn listed_errors_restart_the_event() {
+    let srv = TestServer::start().unwrap();
+    let mut s = settings(&srv, TestName::OltpInsert);
+    s.schema.auto_inc = false;
+    s.time_s = 0;
+    s.events = 30;
+    s.rand.seed = 9;
+    oltp::schema::prepare(&s, &|_| {}).unwrap();
+    oltp::run(&s, &mut Quiet).unwrap();
+    // Replaying the ids with 1062 ignored: every collision restarts the event with a fresh id.
+    s.ignore_errors = "1062".parse().unwrap();
+    let r = oltp::run(&s, &mut Quiet).unwrap();
+    assert_eq!(r.transactions, 30);
+    assert!(
+        r.ignored_errors >= 30,
+        "each replayed id collides once: {}",
+        r.ignored_errors
+    );
+    assert_eq!(r.queries.write, 30);
+    assert_eq!(
+        srv.count("SELECT COUNT(*) FROM sbtest.sbtest1").unwrap(),
+        60
+    );
+}
+
+#[test]
+fn server_death_stops_the_run_with_statistics_so_far() {
+    let mut srv = TestServer::start().unwrap();
+    let mut s = settings(&srv, TestName::OltpReadWrite);
+    s.threads = 2;
+    s.time_s = 30;
+    oltp::schema::prepare(&s, &|_| {}).unwrap();
+    let pid = srv.pid().unwrap();
+    let t0 = Instant::now();
+    let result = thread::scope(|scope| {
+        let h = scope.spawn(|| oltp::run(&s, &mut Quiet));
+        thread::sleep(Duration::from_millis(1500));
+        srv.kill();
+        h.join().unwrap()
+    });
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "the run must stop soon after the server dies"
+    );
+    assert!(!testsupport::process_alive(pid));
+    match result {
+        Err(RunError::Failed {
+            message,
+            code,
+            partial,
+        }) => {
+            assert!(matches!(code, 2013 | 2006), "{code}: {message}");
+            assert!(message.contains("lost connection"), "{message}");
+            assert!(partial.transactions > 0, "statistics so far are kept");
+            assert!(!partial.complete);
+        }
+        other => panic!("expected the run to fail, got {other:?}"),
+    }
+}
+
+#[test]
+fn listed_connection_errors_reconnect_and_count_reconnects() {
+    let mut srv = TestServer::start().unwrap();
+    let mut s = settings(&srv, TestName::OltpPointSelect);
+    s.time_s = 6;
+    s.threads = 2;
+    s.client_threads = 1;
+    s.ignore_errors = "2013,2006,2002,2003".parse().unwrap();
+    oltp::schema::prepare(&s, &|_| {}).unwrap();
+    let r = thread::scope(|scope| {
+        let h = scope.spawn(|| oltp::run(&s, &mut Quiet));
+        thread::sleep(Duration::from_millis(1500));
+        srv.kill();
+        thread::sleep(Duration::from_millis(500));
+        srv.launch().unwrap();
+        h.join().unwrap()
+    })
+    .expect("the run survives a restart when connection errors are listed");
+    assert!(
+        r.reconnects >= 2,
+        "both connections reconnect: {}",
+        r.reconnects
+    );
+    assert!(r.ignored_errors == 0);
+    assert!(r.transactions > 100);
+}
