@@ -92,7 +92,7 @@ class Server:
 
 
 def measure(cmd, cpus):
-    """Runs cmd, returns (stdout, user+sys CPU seconds of it and its children)."""
+    """Runs cmd, returns (stdout, user CPU seconds, system CPU seconds)."""
     if cpus:
         cmd = ["taskset", "-c", cpus] + cmd
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -100,7 +100,7 @@ def measure(cmd, cpus):
     _, status, ru = os.wait4(p.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"command failed: {' '.join(cmd)}\n{out}")
-    return out, ru.ru_utime + ru.ru_stime
+    return out, ru.ru_utime, ru.ru_stime
 
 
 def parse(out):
@@ -143,10 +143,12 @@ def main():
                 measure(warm, client_cpus)
                 for rnd in range(a.rounds):
                     for name in ("sysbench", "pgoforge"):
-                        out, cpu = measure(clients[name], client_cpus)
+                        out, user, sys_ = measure(clients[name], client_cpus)
                         tx, tps = parse(out)
+                        cpu = user + sys_
                         rows.append(dict(test=test, threads=threads, round=rnd + 1, client=name,
-                                         tps=tps, tx=tx, cpu_s=cpu, us_per_tx=cpu / tx * 1e6))
+                                         tps=tps, tx=tx, cpu_s=cpu, us_per_tx=cpu / tx * 1e6,
+                                         user_us=user / tx * 1e6, sys_us=sys_ / tx * 1e6))
                         print(json.dumps(rows[-1]), flush=True)
         report(rows, a, server_cpus, client_cpus)
     finally:
@@ -159,8 +161,8 @@ def report(rows, a, server_cpus, client_cpus):
           f"{a.rounds} rounds in A/B order (sysbench, pgoforge); table size {a.table_size}; "
           f"uniform ids; unix socket.")
     print()
-    print("| test | threads | round | sysbench TPS | pgoforge TPS | TPS ratio | sysbench CPU µs/txn | "
-          "pgoforge CPU µs/txn | CPU ratio |")
+    print("| test | threads | round | sysbench TPS | pgoforge TPS | TPS ratio | sysbench CPU µs/txn "
+          "(user+sys) | pgoforge CPU µs/txn (user+sys) | CPU ratio |")
     print("|---|---|---|---|---|---|---|---|---|")
     key = lambda r: (r["test"], r["threads"], r["round"])
     pairs = {}
@@ -169,7 +171,14 @@ def report(rows, a, server_cpus, client_cpus):
     for k, p in pairs.items():
         s, g = p["sysbench"], p["pgoforge"]
         print(f"| {k[0]} | {k[1]} | {k[2]} | {s['tps']:.0f} | {g['tps']:.0f} | {g['tps']/s['tps']:.2f} | "
-              f"{s['us_per_tx']:.2f} | {g['us_per_tx']:.2f} | {g['us_per_tx']/s['us_per_tx']:.2f} |")
+              f"{s['us_per_tx']:.2f} ({s['user_us']:.2f}+{s['sys_us']:.2f}) | "
+              f"{g['us_per_tx']:.2f} ({g['user_us']:.2f}+{g['sys_us']:.2f}) | "
+              f"{g['us_per_tx']/s['us_per_tx']:.2f} |")
+    ratios = [p["pgoforge"]["us_per_tx"] / p["sysbench"]["us_per_tx"] for p in pairs.values()]
+    tps = [p["pgoforge"]["tps"] / p["sysbench"]["tps"] for p in pairs.values()]
+    gm = lambda xs: __import__("math").exp(sum(__import__("math").log(x) for x in xs) / len(xs))
+    print()
+    print(f"Geometric means over all pairs: TPS ratio {gm(tps):.2f}, client CPU per transaction ratio {gm(ratios):.2f}.")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,13 @@ fn run_prints_sysbench_layout_and_writes_json() {
     let p = oltp(&srv, "prepare", "oltp_read_only", &["--table_size=3000"]);
     assert_eq!(p.code, 0, "{}", p.stderr);
     assert!(p.stdout.contains("Creating table 'sbtest1'...\nInserting 3000 records into 'sbtest1'\nCreating a secondary index on 'sbtest1'..."), "{}", p.stdout);
+    let w = oltp(&srv, "prewarm", "oltp_read_only", &["--table-size=3000"]);
+    assert_eq!(w.code, 0, "{}", w.stderr);
+    assert!(
+        w.stdout.contains("Prewarming table sbtest1"),
+        "{}",
+        w.stdout
+    );
     let json = srv.dir.path().join("result.json");
     let json_arg = format!("--json={}", json.display());
     let r = oltp(
