@@ -223,7 +223,10 @@ struct Slot {
     bulk_next: u64,
     finished: bool,
     idle_until: Option<Instant>,
-    registered_fd: i32,
+    /// Driven by an epoll loop (non-blocking socket) rather than blocking reads.
+    event_loop: bool,
+    /// The socket is not (yet, or after a reconnect no longer) in the epoll set.
+    needs_register: bool,
 }
 
 enum Status {
@@ -448,11 +451,12 @@ impl<'a> Worker<'a> {
                 Ok((conn, stmts)) => {
                     slot.conn = conn;
                     slot.stmts = stmts;
-                    if slot.registered_fd >= 0 {
+                    if slot.event_loop {
                         if let Err(e) = slot.conn.set_nonblocking(true) {
                             self.sh.fail(format!("FATAL: {e}"), e.code());
                             return self.abandon(slot);
                         }
+                        slot.needs_register = true;
                     }
                     break;
                 }
@@ -541,44 +545,51 @@ impl<'a> Worker<'a> {
     }
 
     fn run_many(&mut self, slots: &mut [Slot]) -> Result<(), String> {
-        // SAFETY: plain syscalls on descriptors this thread owns.
-        let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if ep < 0 {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        // SAFETY: epoll_create1 returns a new descriptor we own (or -1).
+        let raw = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if raw < 0 {
             return Err(format!(
                 "epoll_create1: {}",
                 std::io::Error::last_os_error()
             ));
         }
-        let register = |ep: i32, slot: &mut Slot, idx: usize| -> Result<(), String> {
-            let mut ev = libc::epoll_event {
-                events: libc::EPOLLIN as u32,
-                u64: idx as u64,
+        // SAFETY: `raw` is a fresh descriptor owned by nobody else; closed on every return path.
+        let ep_owned = unsafe { OwnedFd::from_raw_fd(raw) };
+        let ep = ep_owned.as_raw_fd();
+        // Records where the slot now stands, and (re-)registers a socket opened by a reconnect. A
+        // closed socket leaves the epoll set by itself; its successor may reuse the same number.
+        let settle = |slot: &mut Slot, idx: usize, st: Status| -> Result<(), String> {
+            slot.idle_until = match st {
+                Status::Idle(t) => Some(t),
+                _ => None,
             };
-            let fd = slot.conn.fd();
-            // SAFETY: valid epoll and socket descriptors; ev lives across the call.
-            if unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
-                return Err(format!("epoll_ctl: {}", std::io::Error::last_os_error()));
+            if slot.needs_register && !slot.finished {
+                let mut ev = libc::epoll_event {
+                    events: libc::EPOLLIN as u32,
+                    u64: idx as u64,
+                };
+                // SAFETY: valid epoll and socket descriptors; ev lives across the call.
+                if unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, slot.conn.fd(), &mut ev) } < 0
+                {
+                    return Err(format!("epoll_ctl: {}", std::io::Error::last_os_error()));
+                }
+                slot.needs_register = false;
             }
-            slot.registered_fd = fd;
             Ok(())
         };
-        for (i, slot) in slots.iter_mut().enumerate() {
-            slot.conn.set_nonblocking(true).map_err(|e| e.to_string())?;
-            register(ep, slot, i)?;
-        }
         for slot in slots.iter_mut() {
+            slot.conn.set_nonblocking(true).map_err(|e| e.to_string())?;
+            slot.event_loop = true;
+            slot.needs_register = true;
+        }
+        for (idx, slot) in slots.iter_mut().enumerate() {
+            settle(slot, idx, Status::Waiting)?;
             let st = self.advance(slot);
-            slot.idle_until = if let Status::Idle(t) = st {
-                Some(t)
-            } else {
-                None
-            };
+            settle(slot, idx, st)?;
         }
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; slots.len().min(256)];
-        loop {
-            if slots.iter().all(|s| s.finished) {
-                break;
-            }
+        while !slots.iter().all(|s| s.finished) {
             let timeout = slots
                 .iter()
                 .filter_map(|s| s.idle_until)
@@ -608,14 +619,7 @@ impl<'a> Worker<'a> {
                     Ok(None) => continue,
                     Err(e) => self.on_error(slot, e),
                 };
-                slot.idle_until = if let Status::Idle(t) = st {
-                    Some(t)
-                } else {
-                    None
-                };
-                if !slot.finished && slot.conn.fd() != slot.registered_fd {
-                    register(ep, slot, idx)?;
-                }
+                settle(slot, idx, st)?;
             }
             let now = Instant::now();
             for (idx, slot) in slots.iter_mut().enumerate() {
@@ -623,18 +627,9 @@ impl<'a> Worker<'a> {
                     continue;
                 }
                 let st = self.advance(slot);
-                slot.idle_until = if let Status::Idle(t) = st {
-                    Some(t)
-                } else {
-                    None
-                };
-                if !slot.finished && slot.conn.fd() != slot.registered_fd {
-                    register(ep, slot, idx)?;
-                }
+                settle(slot, idx, st)?;
             }
         }
-        // SAFETY: closing the epoll descriptor this function created.
-        unsafe { libc::close(ep) };
         Ok(())
     }
 }
@@ -671,7 +666,8 @@ fn worker_main(
                     bulk_next: 0,
                     finished: false,
                     idle_until: None,
-                    registered_fd: -1,
+                    event_loop: false,
+                    needs_register: false,
                 });
             }
             Err(e) => {

@@ -583,18 +583,19 @@ fn wait_fd(fd: RawFd, events: libc::c_short) {
     }
 }
 
-pub fn encode_query(out: &mut Vec<u8>, sql: &[u8]) -> Result<(), DbError> {
+fn encode_sql_command(out: &mut Vec<u8>, command: u8, sql: &[u8]) -> Result<(), DbError> {
     let p = begin_packet(out, 0);
-    out.push(COM_QUERY);
+    out.push(command);
     out.extend_from_slice(sql);
     finish_packet(out, p)
 }
 
+pub fn encode_query(out: &mut Vec<u8>, sql: &[u8]) -> Result<(), DbError> {
+    encode_sql_command(out, COM_QUERY, sql)
+}
+
 pub fn encode_prepare(out: &mut Vec<u8>, sql: &[u8]) -> Result<(), DbError> {
-    let p = begin_packet(out, 0);
-    out.push(COM_STMT_PREPARE);
-    out.extend_from_slice(sql);
-    finish_packet(out, p)
+    encode_sql_command(out, COM_STMT_PREPARE, sql)
 }
 
 /// COM_STMT_EXECUTE (no cursor, one iteration). Like libmariadb, callers send the parameter types
