@@ -10,6 +10,7 @@
 //! connections and timing), [`histogram`] and [`result`] (what was measured), [`report`] (sysbench's
 //! text), and [`proto`] (the wire protocol).
 
+pub mod affinity;
 pub mod histogram;
 pub mod proto;
 pub mod report;

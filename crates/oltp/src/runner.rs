@@ -643,7 +643,15 @@ fn worker_main(
 ) -> WorkerOut {
     let mut slots = Vec::new();
     let mut setup: Result<(), DbError> = Ok(());
-    for &tid in &tids {
+    if !sh.w.settings.client_cpus.is_empty() {
+        if let Err(e) = crate::affinity::pin_current(&sh.w.settings.client_cpus) {
+            setup = Err(DbError::Protocol(format!(
+                "pinning the client to CPUs {:?}: {e}",
+                sh.w.settings.client_cpus
+            )));
+        }
+    }
+    for &tid in tids.iter().take(if setup.is_ok() { usize::MAX } else { 0 }) {
         match open(&sh.w, tid) {
             Ok((conn, stmts)) => {
                 let prefix = format!("INSERT INTO sbtest{} VALUES", tid + 1).into_bytes();

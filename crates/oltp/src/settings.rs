@@ -276,6 +276,9 @@ pub struct Settings {
     pub threads: u32,
     /// OS threads driving the connections; 0 chooses from the CPU count.
     pub client_threads: u32,
+    /// CPUs the client threads are pinned to (empty: no pinning).
+    #[serde(default)]
+    pub client_cpus: Vec<usize>,
     pub time_s: u64,
     pub events: u64,
     pub rate: u64,
@@ -300,6 +303,7 @@ impl Settings {
             trx: TrxShape::default(),
             threads: 1,
             client_threads: 0,
+            client_cpus: Vec::new(),
             time_s: 10,
             events: 0,
             rate: 0,
@@ -376,7 +380,11 @@ impl Settings {
         let n = if self.client_threads > 0 {
             self.client_threads
         } else {
-            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+            let cpus = if self.client_cpus.is_empty() {
+                std::thread::available_parallelism().map_or(1, |n| n.get()) as u32
+            } else {
+                self.client_cpus.len() as u32
+            };
             (cpus / 4).max(1)
         };
         n.min(self.threads).max(1)

@@ -1,6 +1,7 @@
 //! The command line: one subcommand per pipeline stage.
 
 mod oltp;
+mod server;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
@@ -19,14 +20,17 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// sysbench-compatible OLTP workloads: prepare, prewarm, run, cleanup.
-    Oltp(oltp::OltpArgs),
+    Oltp(Box<oltp::OltpArgs>),
+    /// Run a MySQL-family server by hand: start, stop, status.
+    Server(server::ServerArgs),
 }
 
 /// Runs the command line; the returned value is the process exit status.
 pub fn main() -> anyhow::Result<i32> {
     let cli = Cli::parse();
     match cli.command {
-        Command::Oltp(args) => oltp::main(args),
+        Command::Oltp(args) => oltp::main(*args),
+        Command::Server(args) => server::main(args),
     }
 }
 

@@ -40,6 +40,16 @@ fn parse_rand_type(s: &str) -> Result<RandType, String> {
         })
 }
 
+/// A CPU list such as `0-1,3`.
+#[derive(Clone, Debug)]
+pub struct CpuList(pub Vec<usize>);
+
+fn parse_cpus(s: &str) -> Result<CpuList, String> {
+    pgoforge::server::cpu::parse_list(s)
+        .map(CpuList)
+        .map_err(|e| e.to_string())
+}
+
 fn parse_threads(s: &str) -> Result<u32, String> {
     match s.parse::<u32>() {
         Ok(0) => Err("must be at least 1".into()),
@@ -71,6 +81,9 @@ pub struct OltpArgs {
     /// OS threads driving the connections (0: one per four CPUs, at least one).
     #[arg(long = "client-threads", alias = "client_threads", default_value_t = 0)]
     client_threads: u32,
+    /// Pin the client's threads to these CPUs (e.g. 0-1); keep them apart from the server's.
+    #[arg(long = "client-cpus", alias = "client_cpus", value_parser = parse_cpus, default_value = "")]
+    client_cpus: CpuList,
     /// Time limit in seconds (0: none).
     #[arg(long, default_value_t = 10)]
     time: u64,
@@ -257,6 +270,7 @@ impl OltpArgs {
             },
             threads: self.threads,
             client_threads: self.client_threads,
+            client_cpus: self.client_cpus.0.clone(),
             time_s: self.time,
             events: self.events,
             rate: self.rate,

@@ -1,0 +1,88 @@
+//! Accounts on a fresh server: a benchmark user with a random password, reachable only from this
+//! machine (socket and 127.0.0.1), and a superuser that never accepts a passwordless TCP login.
+
+use std::fs::File;
+use std::io::Read;
+
+use anyhow::{Context, Result};
+use oltp::proto::Conn;
+use serde::{Deserialize, Serialize};
+
+use super::flavor::Flavor;
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Credentials {
+    pub user: String,
+    pub password: String,
+    pub db: String,
+    /// The superuser; MariaDB's authenticates by unix socket peer (no password), MySQL's gets a
+    /// random password after `--initialize-insecure`.
+    pub root_user: String,
+    pub root_password: String,
+}
+
+pub fn random_password() -> Result<String> {
+    let mut bytes = [0u8; 18];
+    File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .context("reading /dev/urandom for a password")?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The OS user the server runs as and MariaDB's socket-authenticated superuser.
+pub fn os_user() -> String {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return "root".into();
+    }
+    std::env::var("USER").unwrap_or_else(|_| "root".into())
+}
+
+/// Creates the benchmark database and user; secures root on MySQL.
+pub fn create(root: &mut Conn, flavor: &Flavor, creds: &Credentials) -> Result<()> {
+    let pw = &creds.password;
+    let mut stmts = vec![
+        format!("CREATE DATABASE IF NOT EXISTS `{}`", creds.db),
+        format!(
+            "CREATE USER '{}'@'localhost' IDENTIFIED BY '{pw}'",
+            creds.user
+        ),
+        format!(
+            "CREATE USER '{}'@'127.0.0.1' IDENTIFIED BY '{pw}'",
+            creds.user
+        ),
+        format!(
+            "GRANT ALL ON `{}`.* TO '{}'@'localhost', '{}'@'127.0.0.1'",
+            creds.db, creds.user, creds.user
+        ),
+    ];
+    if flavor.family.is_mysql_like() {
+        stmts.push(format!(
+            "ALTER USER 'root'@'localhost' IDENTIFIED BY '{}'",
+            creds.root_password
+        ));
+    }
+    for sql in stmts {
+        root.query(&sql)
+            .with_context(|| format!("setting up accounts: {}", redact(&sql, creds)))?;
+    }
+    Ok(())
+}
+
+/// Gives the benchmark user a new password (a template's copy must not reuse the template's).
+pub fn rotate(root: &mut Conn, creds: &Credentials) -> Result<()> {
+    for host in ["localhost", "127.0.0.1"] {
+        let sql = format!(
+            "ALTER USER '{}'@'{host}' IDENTIFIED BY '{}'",
+            creds.user, creds.password
+        );
+        root.query(&sql)
+            .with_context(|| format!("setting a new password: {}", redact(&sql, creds)))?;
+    }
+    Ok(())
+}
+
+fn redact(sql: &str, c: &Credentials) -> String {
+    sql.replace(&c.password, "***")
+        .replace(&c.root_password, "***")
+}

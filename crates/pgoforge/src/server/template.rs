@@ -1,0 +1,124 @@
+//! Dataset templates: prepare the OLTP tables once, stop, keep the datadir; every later run starts
+//! from a fresh copy, so each round begins with identical data without preparing again.
+//!
+//! A template is keyed by the server version and everything that shapes the data (test, tables,
+//! rows, schema options, seed). It is built under a temporary name and renamed when complete.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use oltp::settings::Settings;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::{Server, ServerSpec, ServerState};
+
+#[derive(Serialize)]
+struct Key<'a> {
+    version: &'a str,
+    test: &'a str,
+    schema: &'a oltp::settings::Schema,
+    threads_for_bulk: u32,
+    seed: u64,
+    rand: &'a oltp::rng::RandSettings,
+}
+
+/// The template directory for `dataset` on the server of `spec`, created if missing.
+pub fn ensure(work_dir: &Path, spec: &ServerSpec, dataset: &Settings) -> Result<PathBuf> {
+    let flavor = super::Flavor::detect(&spec.binary)?;
+    let key = Key {
+        version: &flavor.version,
+        test: dataset.test.name(),
+        schema: &dataset.schema,
+        threads_for_bulk: if dataset.test == oltp::TestName::BulkInsert {
+            dataset.threads
+        } else {
+            0
+        },
+        seed: dataset.rand.seed,
+        rand: &dataset.rand,
+    };
+    let hash = hex(&Sha256::digest(serde_json::to_vec(&key)?))[..16].to_string();
+    let dir = work_dir.join("datasets").join(format!(
+        "{}-{}t-{}r-{hash}",
+        dataset.test, dataset.schema.tables, dataset.schema.table_size
+    ));
+    if dir.join("data/mysql").is_dir() && dir.join("state.json").is_file() {
+        return Ok(dir);
+    }
+    let building = dir.with_extension("building");
+    let _ = fs::remove_dir_all(&building);
+    let made = (|| -> Result<()> {
+        let mut srv = Server::create(spec, &building)?;
+        let mut s = dataset.clone();
+        s.conn = srv.state.conn_settings();
+        oltp::schema::prepare(&s, &|_| {}).context("preparing the dataset template")?;
+        srv.stop()?;
+        Ok(())
+    })();
+    if let Err(e) = made {
+        let _ = fs::remove_dir_all(&building);
+        return Err(e);
+    }
+    // Leave no run-time leftovers in the template; each copy gets its own.
+    for d in ["run", "tmp"] {
+        let _ = fs::remove_dir_all(building.join(d));
+    }
+    let _ = fs::remove_file(building.join("error.log"));
+    fs::write(
+        building.join("dataset.json"),
+        serde_json::to_string_pretty(&key)?,
+    )?;
+    fs::rename(&building, &dir)
+        .with_context(|| format!("renaming {} to {}", building.display(), dir.display()))?;
+    Ok(dir)
+}
+
+/// Copies the template into `instance_dir` (which must not exist) and starts a server on the copy.
+pub fn start_copy(template: &Path, spec: &ServerSpec, instance_dir: &Path) -> Result<Server> {
+    if instance_dir.exists() {
+        anyhow::bail!(
+            "{} already exists; refusing to overwrite it",
+            instance_dir.display()
+        );
+    }
+    let state = ServerState::load(template)?;
+    fs::create_dir_all(instance_dir)
+        .with_context(|| format!("creating {}", instance_dir.display()))?;
+    let copied = copy_tree(&template.join("data"), &instance_dir.join("data"));
+    if let Err(e) = copied {
+        let _ = fs::remove_dir_all(instance_dir);
+        return Err(e.context(format!("copying the template {}", template.display())));
+    }
+    let moved = ServerState {
+        instance_dir: instance_dir.to_path_buf(),
+        datadir: instance_dir.join("data"),
+        pid: 0,
+        ..state
+    };
+    fs::write(
+        instance_dir.join("state.json"),
+        serde_json::to_string_pretty(&moved)?,
+    )?;
+    Server::start(spec, instance_dir)
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    for e in fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let e = e?;
+        let dst = to.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            copy_tree(&e.path(), &dst)?;
+        } else {
+            // fs::copy uses copy_file_range, which reflinks where the filesystem can.
+            fs::copy(e.path(), &dst).with_context(|| format!("copying {}", e.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
