@@ -53,11 +53,17 @@ fn make_template() -> Result<PathBuf> {
         bail!("{MARIADBD} is missing: run scripts/install-test-deps.sh (installs mariadb-server)");
     }
     let meta = fs::metadata(MARIADBD)?;
-    let mtime = meta.modified()?.duration_since(std::time::UNIX_EPOCH)?.as_secs();
+    let mtime = meta
+        .modified()?
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs();
     // SAFETY: geteuid has no preconditions.
     let uid = unsafe { libc::geteuid() };
     let tmp = std::env::temp_dir();
-    let cached = tmp.join(format!("pgoforge-test-instance-{uid}-{}-{mtime}", meta.len()));
+    let cached = tmp.join(format!(
+        "pgoforge-test-instance-{uid}-{}-{mtime}",
+        meta.len()
+    ));
     if cached.join("data/mysql").is_dir() && cached.join("state.json").is_file() {
         return Ok(cached);
     }
@@ -77,7 +83,8 @@ impl TestServer {
         let tpl = template_dir()?;
         let dir = tempfile::Builder::new().prefix("pgf-").tempdir_in("/tmp")?;
         let spec = spec();
-        let srv = template::start_copy(tpl, &spec, &dir.path().join("i")).context("starting a test server")?;
+        let srv = template::start_copy(tpl, &spec, &dir.path().join("i"))
+            .context("starting a test server")?;
         let st = srv.state.clone();
         Ok(TestServer {
             dir,

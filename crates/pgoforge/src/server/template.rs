@@ -101,7 +101,9 @@ pub fn start_copy(template: &Path, spec: &ServerSpec, instance_dir: &Path) -> Re
         instance_dir.join("state.json"),
         serde_json::to_string_pretty(&moved)?,
     )?;
-    Server::start(spec, instance_dir)
+    let mut srv = Server::start(spec, instance_dir)?;
+    srv.rotate_password()?;
+    Ok(srv)
 }
 
 fn copy_tree(from: &Path, to: &Path) -> Result<()> {
