@@ -371,3 +371,21 @@ fn long_work_dirs_get_a_private_socket_dir_and_cpus_are_pinned() {
     );
     assert!(processes_using(work.path()).is_empty());
 }
+
+#[test]
+fn a_server_that_does_not_stop_in_time_is_killed_and_reported() {
+    let work = tempfile::tempdir().unwrap();
+    let mut s = spec();
+    // No real server shuts down within a millisecond: the kill path is taken.
+    s.stop_timeout = Duration::from_millis(1);
+    let mut srv = Server::create(&s, &work.path().join("slow")).unwrap();
+    let pid = srv.state.pid;
+    let e = srv.stop().expect_err("a kill must be reported");
+    let msg = format!("{e:#}");
+    assert!(
+        msg.contains("did not stop within") && msg.contains("no profile written"),
+        "{msg}"
+    );
+    assert!(!alive(pid));
+    assert!(processes_using(work.path()).is_empty());
+}
