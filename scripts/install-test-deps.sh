@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what pgoforge's test suite needs on Debian 12: a MariaDB server from Debian's packages
-# (pinned to 10.11.18, the version whose source the default recipe builds) and real sysbench for the
-# interop and performance cross-checks. Safe to rerun.
+# (pinned to 10.11.18, the version whose source the default recipe builds), real sysbench for the
+# interop and performance cross-checks, and the toolchains the build tests use on the fixture project
+# (gcc, clang-16 with its profile runtime and matching llvm-profdata, lld for ThinLTO). Safe to rerun.
 set -euo pipefail
 
 MARIADB_VERSION="1:10.11.18-0+deb12u1"
@@ -31,7 +32,8 @@ for p in mariadb-server mariadb-server-core mariadb-client mariadb-client-core m
   pkgs+=("$p=$MARIADB_VERSION")
 done
 $SUDO apt-get install -y -q --allow-downgrades --no-install-recommends \
-  "${pkgs[@]}" sysbench procps build-essential pkg-config
+  "${pkgs[@]}" sysbench procps build-essential pkg-config \
+  cmake binutils clang-16 llvm-16 lld-16 libclang-rt-16-dev
 
 # The package's own service may have been started despite policy-rc.d on some images; tests start
 # their own servers on private datadirs, so make sure none is running.

@@ -1,5 +1,6 @@
 //! The command line: one subcommand per pipeline stage.
 
+mod build;
 mod oltp;
 mod server;
 
@@ -23,6 +24,12 @@ enum Command {
     Oltp(Box<oltp::OltpArgs>),
     /// Run a MySQL-family server by hand: start, stop, status.
     Server(server::ServerArgs),
+    /// Build a server variant from source (baseline, lto, pgo-gen, pgo, pgo+lto; +bolt, +native).
+    Build(Box<build::BuildArgs>),
+    /// List the embedded recipes.
+    Recipes(build::RecipesArgs),
+    /// Show which tools are present, which are missing, and the apt command that fixes it.
+    Doctor(build::DoctorArgs),
 }
 
 /// Runs the command line; the returned value is the process exit status.
@@ -31,6 +38,9 @@ pub fn main() -> anyhow::Result<i32> {
     match cli.command {
         Command::Oltp(args) => oltp::main(*args),
         Command::Server(args) => server::main(args),
+        Command::Build(args) => build::build_main(*args),
+        Command::Recipes(args) => build::recipes_main(args),
+        Command::Doctor(args) => build::doctor_main(args),
     }
 }
 

@@ -1,0 +1,311 @@
+//! Build variants and the compiler flags each one adds to the shared base.
+//!
+//! Every variant starts from the recipe's CMake arguments (build type and all), so a comparison
+//! isolates one feature — never a baseline without LTO against a PGO build with it.
+
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::recipe::PgoStyle;
+use crate::toolchain::{Compiler, FlagFamily};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stage {
+    Baseline,
+    /// Instrumented: writes profiles when run.
+    PgoGen,
+    /// Optimized with a profile.
+    PgoUse,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Variant {
+    pub stage: Stage,
+    pub lto: bool,
+    /// Linked with relocations (and, for GCC, without hot/cold splitting) so BOLT can reorder it.
+    pub bolt_ready: bool,
+    /// -O3 -march=native on top of the base flags.
+    pub native: bool,
+}
+
+impl Variant {
+    pub const NAMES: &'static str =
+        "baseline, lto, pgo-gen, pgo, pgo+lto; each optionally +bolt and/or +native";
+
+    pub fn needs_profile(&self) -> bool {
+        self.stage == Stage::PgoUse
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let base = match (self.stage, self.lto) {
+            (Stage::Baseline, false) => "baseline",
+            (Stage::Baseline, true) => "lto",
+            (Stage::PgoGen, false) => "pgo-gen",
+            (Stage::PgoGen, true) => "pgo-gen+lto",
+            (Stage::PgoUse, false) => "pgo",
+            (Stage::PgoUse, true) => "pgo+lto",
+        };
+        f.write_str(base)?;
+        if self.bolt_ready {
+            f.write_str("+bolt")?;
+        }
+        if self.native {
+            f.write_str("+native")?;
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for Variant {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Variant, String> {
+        let mut parts = s.split('+');
+        let head = parts.next().unwrap_or_default();
+        let (stage, mut lto) = match head {
+            "baseline" => (Stage::Baseline, false),
+            "lto" => (Stage::Baseline, true),
+            "pgo-gen" => (Stage::PgoGen, false),
+            "pgo" => (Stage::PgoUse, false),
+            _ => {
+                return Err(format!(
+                    "unknown variant '{s}'; variants are {}",
+                    Variant::NAMES
+                ))
+            }
+        };
+        let (mut bolt_ready, mut native) = (false, false);
+        for p in parts {
+            match p {
+                "lto" if stage != Stage::Baseline => lto = true,
+                "bolt" => bolt_ready = true,
+                "native" => native = true,
+                _ => {
+                    return Err(format!(
+                        "unknown variant '{s}'; variants are {}",
+                        Variant::NAMES
+                    ))
+                }
+            }
+        }
+        Ok(Variant {
+            stage,
+            lto,
+            bolt_ready,
+            native,
+        })
+    }
+}
+
+/// What the build adds to the recipe's CMake arguments.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlagSet {
+    pub cflags: Vec<String>,
+    pub ldflags: Vec<String>,
+    /// Extra -D arguments (MySQL-style PGO switches, the version suffix).
+    pub cmake_defs: Vec<String>,
+}
+
+/// The profile a pgo build consumes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProfileInput {
+    /// A directory of GCC .gcda files, as written by the pgo-gen build.
+    GccDir(std::path::PathBuf),
+    /// A merged LLVM .profdata file.
+    Profdata(std::path::PathBuf),
+}
+
+impl ProfileInput {
+    pub fn path(&self) -> &Path {
+        match self {
+            ProfileInput::GccDir(p) | ProfileInput::Profdata(p) => p,
+        }
+    }
+}
+
+pub struct FlagInputs<'a> {
+    pub variant: Variant,
+    pub compiler: &'a Compiler,
+    pub pgo_style: PgoStyle,
+    /// Where an instrumented build writes its profiles.
+    pub gen_dir: &'a Path,
+    pub profile: Option<&'a ProfileInput>,
+    /// The build directory (GCC's gcda names are made relative to it).
+    pub build_dir: &'a Path,
+    pub link_jobs: usize,
+    pub version_suffix_arg: Option<&'a str>,
+}
+
+pub fn flags(i: &FlagInputs) -> FlagSet {
+    let mut f = FlagSet::default();
+    let gcc = i.compiler.family == FlagFamily::Gcc;
+    let s = |v: &str| v.to_string();
+    if i.variant.native {
+        f.cflags.extend([s("-O3"), s("-march=native")]);
+    }
+    match i.variant.stage {
+        Stage::Baseline => {}
+        Stage::PgoGen => {
+            if i.pgo_style == PgoStyle::Mysql {
+                f.cmake_defs.extend([
+                    s("-DFPROFILE_GENERATE=ON"),
+                    format!("-DFPROFILE_DIR={}", i.gen_dir.display()),
+                ]);
+            }
+            if gcc {
+                if i.pgo_style == PgoStyle::Flags {
+                    f.cflags
+                        .push(format!("-fprofile-generate={}", i.gen_dir.display()));
+                    f.ldflags
+                        .push(format!("-fprofile-generate={}", i.gen_dir.display()));
+                }
+                // Atomic counters: the server is multithreaded. Names relative to the build dir, so
+                // a use build in another directory finds them.
+                f.cflags.push(s("-fprofile-update=prefer-atomic"));
+                f.cflags
+                    .push(format!("-fprofile-prefix-path={}", i.build_dir.display()));
+            } else if i.pgo_style == PgoStyle::Flags {
+                f.cflags
+                    .push(format!("-fprofile-generate={}", i.gen_dir.display()));
+                f.ldflags
+                    .push(format!("-fprofile-generate={}", i.gen_dir.display()));
+            }
+        }
+        Stage::PgoUse => {
+            let p = i
+                .profile
+                .map(|p| p.path().display().to_string())
+                .unwrap_or_default();
+            if i.pgo_style == PgoStyle::Mysql {
+                f.cmake_defs
+                    .extend([s("-DFPROFILE_USE=ON"), format!("-DFPROFILE_DIR={p}")]);
+            }
+            if gcc {
+                if i.pgo_style == PgoStyle::Flags {
+                    f.cflags.push(format!("-fprofile-use={p}"));
+                    f.ldflags.push(format!("-fprofile-use={p}"));
+                }
+                f.cflags.extend([
+                    s("-fprofile-correction"),
+                    s("-fprofile-partial-training"),
+                    format!("-fprofile-prefix-path={}", i.build_dir.display()),
+                    s("-Wmissing-profile"),
+                ]);
+            } else if i.pgo_style == PgoStyle::Flags {
+                f.cflags.push(format!("-fprofile-use={p}"));
+                f.ldflags.push(format!("-fprofile-use={p}"));
+            }
+            if let Some(a) = i.version_suffix_arg {
+                f.cmake_defs.push(a.to_string());
+            }
+        }
+    }
+    if i.variant.lto {
+        if gcc {
+            f.cflags.push(s("-flto=auto"));
+            f.ldflags
+                .extend([s("-flto=auto"), s("-fuse-linker-plugin")]);
+        } else {
+            f.cflags.push(s("-flto=thin"));
+            f.ldflags.extend([
+                s("-flto=thin"),
+                s("-fuse-ld=lld"),
+                format!("-Wl,--thinlto-jobs={}", i.link_jobs),
+            ]);
+        }
+    }
+    if i.variant.bolt_ready {
+        f.ldflags.push(s("-Wl,--emit-relocs"));
+        if gcc {
+            f.cflags.push(s("-fno-reorder-blocks-and-partition"));
+        }
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for n in [
+            "baseline",
+            "lto",
+            "pgo-gen",
+            "pgo",
+            "pgo+lto",
+            "pgo+lto+bolt",
+            "baseline+bolt+native",
+            "pgo-gen+bolt",
+        ] {
+            assert_eq!(n.parse::<Variant>().unwrap().to_string(), n);
+        }
+        assert!("fast"
+            .parse::<Variant>()
+            .unwrap_err()
+            .contains("baseline, lto"));
+        assert!("lto+lto".parse::<Variant>().is_err());
+    }
+
+    #[test]
+    fn gcc_and_clang_flags() {
+        let gcc = Compiler {
+            family: FlagFamily::Gcc,
+            cc: "gcc".into(),
+            cxx: "g++".into(),
+            version: String::new(),
+            major: 12,
+            profdata: None,
+        };
+        let clang = Compiler {
+            family: FlagFamily::Clang,
+            ..gcc.clone()
+        };
+        let p = ProfileInput::GccDir("/p".into());
+        let mk = |v: &str, c: &Compiler| {
+            flags(&FlagInputs {
+                variant: v.parse().unwrap(),
+                compiler: c,
+                pgo_style: PgoStyle::Flags,
+                gen_dir: Path::new("/gen"),
+                profile: Some(&p),
+                build_dir: Path::new("/b"),
+                link_jobs: 2,
+                version_suffix_arg: Some("-DMYSQL_SERVER_SUFFIX=-pgo"),
+            })
+        };
+        let g = mk("pgo-gen", &gcc);
+        assert!(
+            g.cflags.contains(&"-fprofile-generate=/gen".into())
+                && g.cflags.contains(&"-fprofile-update=prefer-atomic".into())
+        );
+        let u = mk("pgo+lto+bolt", &gcc);
+        for want in [
+            "-fprofile-use=/p",
+            "-fprofile-correction",
+            "-fprofile-partial-training",
+            "-flto=auto",
+            "-fno-reorder-blocks-and-partition",
+        ] {
+            assert!(
+                u.cflags.contains(&want.to_string()),
+                "{want} in {:?}",
+                u.cflags
+            );
+        }
+        assert!(u.ldflags.contains(&"-Wl,--emit-relocs".into()));
+        assert_eq!(u.cmake_defs, vec!["-DMYSQL_SERVER_SUFFIX=-pgo"]);
+        let c = mk("lto+bolt", &clang);
+        assert!(
+            c.cflags.contains(&"-flto=thin".into()) && c.ldflags.contains(&"-fuse-ld=lld".into())
+        );
+        assert!(!c.cflags.iter().any(|f| f.contains("reorder-blocks")));
+        assert!(mk("baseline", &gcc) == FlagSet::default());
+    }
+}

@@ -1,0 +1,318 @@
+//! Getting a server's source: a local directory, a local tarball, a URL with its sha256, or a Debian
+//! source package. Extracted once into WORK/sources/, checked, its hash recorded in source.json.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::recipe::{Recipe, SourceSpec};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Source {
+    /// The source tree (the directory holding the top-level CMakeLists.txt).
+    pub dir: PathBuf,
+    /// sha256 of what identifies the content: the tarball, the Debian .dsc (which lists the
+    /// checksums of every tarball), or the file list of a directory.
+    pub hash: String,
+    /// Where it came from, for manifests and reports.
+    pub origin: String,
+}
+
+pub fn sha256_file(p: &Path) -> Result<String> {
+    let mut f = fs::File::open(p).with_context(|| format!("opening {}", p.display()))?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h).with_context(|| format!("reading {}", p.display()))?;
+    Ok(hex(&h.finalize()))
+}
+
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn run(cmd: &mut Command, what: &str) -> Result<()> {
+    let out = cmd
+        .output()
+        .with_context(|| format!("{what}: starting {:?}", cmd.get_program()))?;
+    if !out.status.success() {
+        let text = String::from_utf8_lossy(&out.stderr).into_owned()
+            + &String::from_utf8_lossy(&out.stdout);
+        let tail: Vec<&str> = text.lines().rev().take(15).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        bail!("{what} failed ({}):\n{}", out.status, tail.join("\n"));
+    }
+    Ok(())
+}
+
+/// Resolves the source for `recipe`, or the user's `--source` (a directory, tarball or URL).
+pub fn fetch(
+    recipe: &Recipe,
+    user: Option<&str>,
+    sha256: Option<&str>,
+    work_dir: &Path,
+) -> Result<Source> {
+    let sources = work_dir.join("sources");
+    fs::create_dir_all(&sources).with_context(|| format!("creating {}", sources.display()))?;
+    if let Some(u) = user {
+        if u.starts_with("http://") || u.starts_with("https://") {
+            let Some(sum) = sha256 else {
+                bail!("--source {u} is a URL: give its --sha256 too, so that what is built is what you meant");
+            };
+            return from_url(u, sum, &sources);
+        }
+        let p = Path::new(u);
+        if p.is_dir() {
+            return from_dir(p);
+        }
+        if p.is_file() {
+            return from_tarball(p, sha256, &sources);
+        }
+        bail!("--source {u} does not exist (give a source directory, a tarball or a URL)");
+    }
+    match &recipe.source {
+        SourceSpec::Debian {
+            package,
+            version,
+            suite,
+        } => from_debian(package, version, suite, &sources),
+        SourceSpec::Url { url, sha256 } => from_url(url, sha256, &sources),
+        SourceSpec::User { hint } => bail!("recipe {} needs a source: {hint}", recipe.name),
+    }
+}
+
+fn load_cached(dir: &Path) -> Option<Source> {
+    let text = fs::read_to_string(dir.join("source.json")).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+fn save(dir: &Path, s: &Source) -> Result<()> {
+    fs::write(dir.join("source.json"), serde_json::to_string_pretty(s)?)
+        .context("writing source.json")
+}
+
+/// The single top-level directory an extraction produced (tarballs usually have one).
+fn single_top(dir: &Path) -> Result<PathBuf> {
+    let entries: Vec<PathBuf> = fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    match entries.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => Ok(dir.to_path_buf()),
+    }
+}
+
+fn check_tree(dir: &Path, origin: &str) -> Result<()> {
+    if !dir.join("CMakeLists.txt").is_file() {
+        bail!(
+            "{origin} does not look like a MySQL/MariaDB source tree: no CMakeLists.txt in {}",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+fn from_dir(p: &Path) -> Result<Source> {
+    let dir = fs::canonicalize(p)?;
+    check_tree(&dir, &p.display().to_string())?;
+    // A metadata hash (paths, sizes, modification times): cheap on 100k files, and any edit changes it.
+    let mut files = Vec::new();
+    walk(&dir, &dir, &mut files)?;
+    files.sort();
+    let mut h = Sha256::new();
+    for f in &files {
+        h.update(f.as_bytes());
+        h.update(b"\n");
+    }
+    Ok(Source {
+        hash: hex(&h.finalize()),
+        origin: format!("directory {}", dir.display()),
+        dir,
+    })
+}
+
+fn walk(root: &Path, d: &Path, out: &mut Vec<String>) -> Result<()> {
+    for e in fs::read_dir(d).with_context(|| format!("reading {}", d.display()))? {
+        let e = e?;
+        let name = e.file_name();
+        if name == ".git" {
+            continue;
+        }
+        let ty = e.file_type()?;
+        if ty.is_dir() {
+            walk(root, &e.path(), out)?;
+        } else if ty.is_file() {
+            let m = e.metadata()?;
+            let mtime = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_secs());
+            let rel = e
+                .path()
+                .strip_prefix(root)
+                .unwrap_or(&e.path())
+                .display()
+                .to_string();
+            out.push(format!("{rel}\t{}\t{mtime}", m.len()));
+        }
+    }
+    Ok(())
+}
+
+fn from_tarball(p: &Path, expected: Option<&str>, sources: &Path) -> Result<Source> {
+    let hash = sha256_file(p)?;
+    if let Some(e) = expected {
+        if !e.eq_ignore_ascii_case(&hash) {
+            bail!(
+                "{} has sha256 {hash}, not the expected {e}: refusing to build it",
+                p.display()
+            );
+        }
+    }
+    let stem = p.file_name().unwrap_or_default().to_string_lossy();
+    let stem = stem.split(".tar").next().unwrap_or(&stem).to_string();
+    let dest = sources.join(format!("{stem}-{}", &hash[..12]));
+    if let Some(s) = load_cached(&dest) {
+        return Ok(s);
+    }
+    let tmp = sources.join(format!(".extract-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    fs::create_dir_all(&tmp)?;
+    let r = run(
+        Command::new("tar").arg("-xf").arg(p).arg("-C").arg(&tmp),
+        &format!("extracting {}", p.display()),
+    );
+    if let Err(e) = r {
+        let _ = fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    let top = single_top(&tmp)?;
+    if let Err(e) = check_tree(&top, &p.display().to_string()) {
+        let _ = fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    fs::rename(&top, &dest)
+        .with_context(|| format!("moving the extracted tree to {}", dest.display()))?;
+    let _ = fs::remove_dir_all(&tmp);
+    let s = Source {
+        dir: dest.clone(),
+        hash,
+        origin: format!("tarball {}", p.display()),
+    };
+    save(&dest, &s)?;
+    Ok(s)
+}
+
+fn from_url(url: &str, sha256: &str, sources: &Path) -> Result<Source> {
+    let name = url
+        .rsplit('/')
+        .next()
+        .filter(|n| !n.is_empty())
+        .unwrap_or("source.tar.gz");
+    let file = sources.join(name);
+    if !file.is_file() || sha256_file(&file)? != sha256.to_ascii_lowercase() {
+        let part = file.with_extension("part");
+        run(
+            Command::new("curl")
+                .args(["-fL", "--retry", "3", "-o"])
+                .arg(&part)
+                .arg(url),
+            &format!("downloading {url}"),
+        )?;
+        fs::rename(&part, &file)?;
+    }
+    let mut s = from_tarball(&file, Some(sha256), sources)?;
+    s.origin = format!("{url} (sha256 {sha256})");
+    Ok(s)
+}
+
+const DEB_SRC_FILE: &str = "/etc/apt/sources.list.d/pgoforge-deb-src.sources";
+
+/// deb-src entries for Debian's own archive, for `suite` (nothing is installed from them).
+fn ensure_deb_src(suite: &str) -> Result<()> {
+    let current = fs::read_to_string(DEB_SRC_FILE).unwrap_or_default();
+    if current.contains(&format!("Suites: {suite}")) || current.contains(&format!(" {suite}\n")) {
+        return Ok(());
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!(
+            "fetching Debian source packages needs deb-src entries for '{suite}'; run pgoforge as root \
+             once, or add to {DEB_SRC_FILE}:\nTypes: deb-src\nURIs: http://deb.debian.org/debian\nSuites: {suite}\nComponents: main"
+        );
+    }
+    let mut text = current;
+    let keyring = "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n";
+    if suite == "bookworm" {
+        text.push_str(&format!("Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm bookworm-updates\nComponents: main\n{keyring}\n"));
+        text.push_str(&format!("Types: deb-src\nURIs: http://deb.debian.org/debian-security\nSuites: bookworm-security\nComponents: main\n{keyring}\n"));
+    } else {
+        text.push_str(&format!("Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: {suite}\nComponents: main\n{keyring}\n"));
+    }
+    fs::write(DEB_SRC_FILE, text).with_context(|| format!("writing {DEB_SRC_FILE}"))?;
+    run(
+        Command::new("apt-get").args(["update", "-q"]),
+        "apt-get update (after adding deb-src entries)",
+    )
+}
+
+fn from_debian(package: &str, version: &str, suite: &str, sources: &Path) -> Result<Source> {
+    let upstream = version.split_once(':').map_or(version, |(_, v)| v);
+    let upstream = upstream.rsplit_once('-').map_or(upstream, |(u, _)| u);
+    let base = package.to_string();
+    // Already fetched?
+    if let Ok(rd) = fs::read_dir(sources) {
+        for e in rd.flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            if n.starts_with(&format!("{base}-{upstream}-")) {
+                if let Some(s) = load_cached(&e.path()) {
+                    return Ok(s);
+                }
+            }
+        }
+    }
+    if Command::new("dpkg-source")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        bail!("dpkg-source is missing (needed to unpack Debian source packages): apt-get install dpkg-dev");
+    }
+    ensure_deb_src(suite)?;
+    let tmp = sources.join(format!(".apt-source-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    fs::create_dir_all(&tmp)?;
+    let r = run(
+        Command::new("apt-get")
+            .current_dir(&tmp)
+            .args(["source", "-q", "--only-source"])
+            .arg(format!("{package}={version}")),
+        &format!("apt-get source {package}={version}"),
+    );
+    if let Err(e) = r {
+        let _ = fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    let dsc = fs::read_dir(&tmp)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "dsc"))
+        .context("apt-get source left no .dsc file")?;
+    let hash = sha256_file(&dsc)?;
+    let top = single_top(&tmp)?;
+    check_tree(&top, &format!("Debian source {package} {version}"))?;
+    let dest = sources.join(format!("{base}-{upstream}-{}", &hash[..12]));
+    fs::rename(&top, &dest)
+        .with_context(|| format!("moving the source tree to {}", dest.display()))?;
+    let _ = fs::remove_dir_all(&tmp);
+    let s = Source {
+        dir: dest.clone(),
+        hash,
+        origin: format!("Debian source package {package} {version} ({suite})"),
+    };
+    save(&dest, &s)?;
+    Ok(s)
+}

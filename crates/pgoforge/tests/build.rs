@@ -1,0 +1,402 @@
+//! The build engine on the fixture project (tests/fixtures/pgofix), with gcc and clang: every
+//! variant builds and computes the same result, instrumented builds write profiles, pgo builds use
+//! them, bolt-ready binaries keep relocations, caching hits and misses as it should, and bad input is
+//! refused with a clear error.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use pgoforge::build::{build, BuildOutput, BuildRequest, ProfileInput};
+use pgoforge::recipe::Recipe;
+use pgoforge::source::{self, Source};
+use pgoforge::toolchain::Compiler;
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/pgofix")
+}
+
+fn recipe() -> Recipe {
+    Recipe::load(fixture().join("recipe.toml").to_str().unwrap()).unwrap()
+}
+
+struct Ctx {
+    work: tempfile::TempDir,
+    recipe: Recipe,
+    source: Source,
+}
+
+fn ctx() -> Ctx {
+    let work = tempfile::tempdir().unwrap();
+    let recipe = recipe();
+    let source = source::fetch(
+        &recipe,
+        Some(fixture().to_str().unwrap()),
+        None,
+        work.path(),
+    )
+    .unwrap();
+    Ctx {
+        work,
+        recipe,
+        source,
+    }
+}
+
+fn make(
+    c: &Ctx,
+    variant: &str,
+    compiler: &Compiler,
+    profile: Option<&ProfileInput>,
+) -> BuildOutput {
+    build(&BuildRequest {
+        recipe: &c.recipe,
+        source: &c.source,
+        variant: variant.parse().unwrap(),
+        compiler,
+        profile,
+        work_dir: c.work.path(),
+        jobs: 2,
+        show_progress: false,
+    })
+    .unwrap_or_else(|e| panic!("building {variant}: {e:#}"))
+}
+
+/// Runs the fixture binary; returns its checksum line.
+fn run(bin: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
+    let out = Command::new(bin)
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{} failed", bin.display());
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn has_rela_text(bin: &Path) -> bool {
+    let out = Command::new("readelf").arg("-S").arg(bin).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).contains(".rela.text")
+}
+
+fn gcda_files(dir: &Path) -> Vec<PathBuf> {
+    fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "gcda"))
+        .collect()
+}
+
+#[test]
+fn gcc_every_variant_pgo_cycle_and_cache() {
+    let c = ctx();
+    let gcc = Compiler::find("gcc", None).unwrap();
+    let base = make(&c, "baseline", &gcc, None);
+    let expected = run(&base.binary, &["all", "20000"], &[]);
+    assert!(expected.starts_with("checksum "));
+    assert!(
+        !has_rela_text(&base.binary),
+        "a baseline is not linked with relocations"
+    );
+
+    let lto = make(&c, "lto", &gcc, None);
+    assert_eq!(run(&lto.binary, &["all", "20000"], &[]), expected);
+    assert!(fs::read_to_string(&lto.log).unwrap().contains("-flto=auto"));
+
+    // Instrumented build: running it writes one gcda per translation unit.
+    let gen = make(&c, "pgo-gen", &gcc, None);
+    let gen_dir = gen.profile_gen_dir.clone().unwrap();
+    assert!(!gen_dir.exists() || gcda_files(&gen_dir).is_empty());
+    assert_eq!(run(&gen.binary, &["all", "20000"], &[]), expected);
+    let files = gcda_files(&gen_dir);
+    assert_eq!(files.len(), 4, "{files:?}");
+    assert!(files.iter().all(|f| fs::metadata(f).unwrap().len() > 0));
+
+    // The use build finds every trained unit: no missing-profile warning.
+    let profile = ProfileInput::GccDir(gen_dir.clone());
+    let pgo = make(&c, "pgo+lto+bolt", &gcc, Some(&profile));
+    assert_eq!(pgo.missing_profile_warnings, 0, "see {}", pgo.log.display());
+    assert!(fs::read_to_string(&pgo.log)
+        .unwrap()
+        .contains(&format!("-fprofile-use={}", gen_dir.display())));
+    assert_eq!(run(&pgo.binary, &["all", "20000"], &[]), expected);
+    assert!(
+        has_rela_text(&pgo.binary),
+        "bolt-ready binaries keep .rela.text"
+    );
+    assert!(pgo.profile_hash.is_some());
+
+    // Cache: the same request is a hit; a changed profile is a miss.
+    let again = make(&c, "pgo+lto+bolt", &gcc, Some(&profile));
+    assert!(again.cached && again.key == pgo.key && again.binary == pgo.binary);
+    run(&gen.binary, &["kv", "5000"], &[]); // adds counts: a different profile
+    let changed = make(&c, "pgo+lto+bolt", &gcc, Some(&profile));
+    assert!(!changed.cached && changed.key != pgo.key);
+
+    // A profile that lacks units is reported, never hidden.
+    let partial = c.work.path().join("partial");
+    fs::create_dir_all(&partial).unwrap();
+    let kv = files
+        .iter()
+        .find(|f| f.to_string_lossy().contains("kv.c"))
+        .unwrap();
+    fs::copy(kv, partial.join(kv.file_name().unwrap())).unwrap();
+    let thin = make(&c, "pgo", &gcc, Some(&ProfileInput::GccDir(partial)));
+    assert!(
+        thin.missing_profile_warnings >= 3,
+        "{} warnings",
+        thin.missing_profile_warnings
+    );
+}
+
+#[test]
+fn clang_pgo_cycle_with_matching_profdata() {
+    let c = ctx();
+    let clang = Compiler::find("clang-16", None).unwrap();
+    let profdata = clang.profdata().unwrap().to_path_buf();
+    assert!(
+        profdata.to_string_lossy().contains("16"),
+        "{}",
+        profdata.display()
+    );
+    let base = make(&c, "baseline+bolt", &clang, None);
+    let expected = run(&base.binary, &["all", "20000"], &[]);
+    assert!(has_rela_text(&base.binary));
+
+    let gen = make(&c, "pgo-gen", &clang, None);
+    let gen_dir = gen.profile_gen_dir.clone().unwrap();
+    let pattern = gen_dir.join("%m-%p.profraw");
+    assert_eq!(
+        run(
+            &gen.binary,
+            &["all", "20000"],
+            &[("LLVM_PROFILE_FILE", pattern.to_str().unwrap())]
+        ),
+        expected
+    );
+    let raws: Vec<PathBuf> = fs::read_dir(&gen_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(raws.len(), 1, "{raws:?}");
+    let merged = c.work.path().join("merged.profdata");
+    let st = Command::new(&profdata)
+        .arg("merge")
+        .arg("-o")
+        .arg(&merged)
+        .args(&raws)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let show = Command::new(&profdata)
+        .args(["show", "--all-functions", "--counts"])
+        .arg(&merged)
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&show.stdout);
+    for f in ["kv_workload", "parse_workload", "threaded_workload", "main"] {
+        assert!(
+            listing.contains(&format!("  {f}:")),
+            "{f} not in the profile"
+        );
+    }
+
+    let pgo = make(
+        &c,
+        "pgo+lto",
+        &clang,
+        Some(&ProfileInput::Profdata(merged.clone())),
+    );
+    assert_eq!(run(&pgo.binary, &["all", "20000"], &[]), expected);
+    assert!(fs::read_to_string(&pgo.log)
+        .unwrap()
+        .contains(&format!("-fprofile-use={}", merged.display())));
+    assert!(fs::read_to_string(&pgo.log).unwrap().contains("-flto=thin"));
+}
+
+#[test]
+fn bad_input_gives_clear_errors() {
+    let c = ctx();
+    let gcc = Compiler::find("gcc", None).unwrap();
+    // Unknown recipe field, named.
+    let bad = c.work.path().join("bad.toml");
+    fs::write(
+        &bad,
+        fs::read_to_string(fixture().join("recipe.toml"))
+            .unwrap()
+            .replace("targets", "targetz"),
+    )
+    .unwrap();
+    let e = Recipe::load(bad.to_str().unwrap()).unwrap_err().to_string();
+    assert!(e.contains("unknown field `targetz`"), "{e}");
+    // Missing source.
+    let e = source::fetch(&c.recipe, Some("/nonexistent/src"), None, c.work.path())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("/nonexistent/src does not exist"), "{e}");
+    // A user-source recipe without --source says what to pass.
+    let e = source::fetch(&c.recipe, None, None, c.work.path())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("needs a source") && e.contains("--source"),
+        "{e}"
+    );
+    // Wrong sha256 for a tarball.
+    let tgz = c.work.path().join("pgofix.tar.gz");
+    let st = Command::new("tar")
+        .arg("-czf")
+        .arg(&tgz)
+        .arg("-C")
+        .arg(fixture().parent().unwrap())
+        .arg("pgofix")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let e = source::fetch(
+        &c.recipe,
+        Some(tgz.to_str().unwrap()),
+        Some(&"0".repeat(64)),
+        c.work.path(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("refusing to build it"), "{e}");
+    let ok = source::fetch(&c.recipe, Some(tgz.to_str().unwrap()), None, c.work.path()).unwrap();
+    assert!(
+        ok.dir.join("CMakeLists.txt").is_file() && ok.hash == source::sha256_file(&tgz).unwrap()
+    );
+    // URLs need a sha256.
+    let e = source::fetch(
+        &c.recipe,
+        Some("https://example.com/x.tar.gz"),
+        None,
+        c.work.path(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("--sha256"), "{e}");
+    // Unknown compiler and missing toolchain.
+    let e = Compiler::find("tcc", None).unwrap_err().to_string();
+    assert!(e.contains("--flag-family"), "{e}");
+    let e = Compiler::find("clang-99", None).unwrap_err().to_string();
+    assert!(e.contains("apt-get install clang-99"), "{e}");
+    // A pgo variant without a profile, and a profile of the wrong kind.
+    let err = |variant: &str, profile: Option<&ProfileInput>| {
+        build(&BuildRequest {
+            recipe: &c.recipe,
+            source: &c.source,
+            variant: variant.parse().unwrap(),
+            compiler: &gcc,
+            profile,
+            work_dir: c.work.path(),
+            jobs: 1,
+            show_progress: false,
+        })
+        .unwrap_err()
+        .to_string()
+    };
+    assert!(err("pgo", None).contains("needs a profile"));
+    let pd = c.work.path().join("x.profdata");
+    fs::write(&pd, "x").unwrap();
+    assert!(err("pgo", Some(&ProfileInput::Profdata(pd))).contains("for clang builds"));
+    let empty = c.work.path().join("empty");
+    fs::create_dir_all(&empty).unwrap();
+    assert!(err("pgo", Some(&ProfileInput::GccDir(empty))).contains("no .gcda files"));
+}
+
+#[test]
+fn a_failing_build_shows_its_log_and_is_never_cached() {
+    let work = tempfile::tempdir().unwrap();
+    let broken = work.path().join("broken");
+    fs::create_dir_all(broken.join("src")).unwrap();
+    for f in [
+        "CMakeLists.txt",
+        "src/fix.h",
+        "src/main.c",
+        "src/parse.cpp",
+        "src/workers.cpp",
+    ] {
+        fs::copy(fixture().join(f), broken.join(f)).unwrap();
+    }
+    fs::write(
+        broken.join("src/kv.c"),
+        "int kv_workload( { syntax error here\n",
+    )
+    .unwrap();
+    let recipe = recipe();
+    let src = source::fetch(&recipe, Some(broken.to_str().unwrap()), None, work.path()).unwrap();
+    let gcc = Compiler::find("gcc", None).unwrap();
+    let req = BuildRequest {
+        recipe: &recipe,
+        source: &src,
+        variant: "baseline".parse().unwrap(),
+        compiler: &gcc,
+        profile: None,
+        work_dir: work.path(),
+        jobs: 1,
+        show_progress: false,
+    };
+    let e = format!("{:#}", build(&req).unwrap_err());
+    assert!(
+        e.contains("building pgofix (baseline) failed") && e.contains("kv.c"),
+        "{e}"
+    );
+    let builds: Vec<PathBuf> = fs::read_dir(work.path().join("builds"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(builds.len(), 1);
+    assert!(
+        !builds[0].join("build.json").exists(),
+        "a failed build is not recorded as done"
+    );
+    assert!(build(&req).is_err(), "and it is not taken from the cache");
+}
+
+#[test]
+fn cli_build_prints_where_the_binary_is() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path().to_str().unwrap();
+    let recipe = fixture().join("recipe.toml");
+    let src = fixture();
+    let args = [
+        "build",
+        "--recipe",
+        recipe.to_str().unwrap(),
+        "--source",
+        src.to_str().unwrap(),
+        "--work-dir",
+        w,
+        "--variant",
+        "baseline",
+    ];
+    let r = common::pgoforge(&args);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("pgofix baseline (gcc-12) built: ") && r.stdout.contains("/build/pgofix"),
+        "{}",
+        r.stdout
+    );
+    let again = common::pgoforge(&args);
+    assert!(again.stdout.contains("is cached"), "{}", again.stdout);
+    let bad = common::pgoforge(&["build", "--variant", "turbo", "--work-dir", w]);
+    assert_eq!(bad.code, 2);
+    assert!(
+        bad.stderr.contains("unknown variant 'turbo'"),
+        "{}",
+        bad.stderr
+    );
+    let r = common::pgoforge(&["recipes"]);
+    for n in [
+        "mariadb-10.11",
+        "mysql-8.0",
+        "mysql-8.4",
+        "mysql-9.7",
+        "percona-8.0",
+        "percona-8.4",
+    ] {
+        assert!(r.stdout.contains(n), "{n}");
+    }
+}
