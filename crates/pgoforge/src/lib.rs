@@ -1,6 +1,7 @@
 //! pgoforge's pipeline stages, one module each. The CLI (src/main.rs, src/cli/) composes them.
 
 pub mod build;
+pub mod profile;
 pub mod recipe;
 pub mod server;
 pub mod source;

@@ -79,44 +79,6 @@ pub fn default_jobs() -> usize {
     cores.min(((mem_gb / 1.5) as usize).max(1))
 }
 
-fn hash_profile(p: &ProfileInput) -> Result<String> {
-    let mut h = Sha256::new();
-    match p {
-        ProfileInput::Profdata(f) => {
-            let mut file =
-                File::open(f).with_context(|| format!("opening profile {}", f.display()))?;
-            std::io::copy(&mut file, &mut h)?;
-        }
-        ProfileInput::GccDir(d) => {
-            let mut files = Vec::new();
-            collect(d, &mut files)?;
-            if files.is_empty() {
-                bail!("profile directory {} holds no .gcda files", d.display());
-            }
-            files.sort();
-            for f in files {
-                h.update(f.strip_prefix(d).unwrap_or(&f).to_string_lossy().as_bytes());
-                h.update(fs::read(&f)?);
-            }
-        }
-    }
-    Ok(hex(&h.finalize()))
-}
-
-fn collect(d: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    for e in
-        fs::read_dir(d).with_context(|| format!("reading profile directory {}", d.display()))?
-    {
-        let p = e?.path();
-        if p.is_dir() {
-            collect(&p, out)?;
-        } else if p.extension().is_some_and(|x| x == "gcda") {
-            out.push(p);
-        }
-    }
-    Ok(())
-}
-
 fn which(name: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
@@ -155,7 +117,7 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
             );
         }
     }
-    let profile_hash = req.profile.map(hash_profile).transpose()?;
+    let profile_hash = req.profile.map(crate::profile::content_hash).transpose()?;
     #[derive(Serialize)]
     struct Key<'a> {
         scheme: u32,

@@ -2,6 +2,7 @@
 
 mod build;
 mod oltp;
+mod profile;
 mod server;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -30,6 +31,12 @@ enum Command {
     Recipes(build::RecipesArgs),
     /// Show which tools are present, which are missing, and the apt command that fixes it.
     Doctor(build::DoctorArgs),
+    /// Build the instrumented (pgo-gen) server, train it on the OLTP mix, store the profile.
+    Train(Box<profile::TrainArgs>),
+    /// Profile a bolt-ready server binary and optimize it with BOLT.
+    Bolt(Box<profile::BoltArgs>),
+    /// Check that optimized binaries compute what the baseline computes.
+    Gate(profile::GateArgs),
 }
 
 /// Runs the command line; the returned value is the process exit status.
@@ -41,6 +48,9 @@ pub fn main() -> anyhow::Result<i32> {
         Command::Build(args) => build::build_main(*args),
         Command::Recipes(args) => build::recipes_main(args),
         Command::Doctor(args) => build::doctor_main(args),
+        Command::Train(args) => profile::train_main(*args),
+        Command::Bolt(args) => profile::bolt_main(*args),
+        Command::Gate(args) => profile::gate_main(args),
     }
 }
 

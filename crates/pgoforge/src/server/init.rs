@@ -15,6 +15,7 @@ use super::layout::Layout;
 use super::tail;
 
 pub fn initialize(
+    env: &[(String, String)],
     binary: &Path,
     flavor: &Flavor,
     layout: &Layout,
@@ -30,7 +31,7 @@ pub fn initialize(
     }
     let tmp = datadir.with_extension("initializing");
     let _ = fs::remove_dir_all(&tmp);
-    let result = run(binary, flavor, layout, cnf, &tmp, error_log);
+    let result = run(env, binary, flavor, layout, cnf, &tmp, error_log);
     match result {
         Ok(()) => fs::rename(&tmp, datadir)
             .with_context(|| format!("renaming {} to {}", tmp.display(), datadir.display())),
@@ -42,6 +43,7 @@ pub fn initialize(
 }
 
 fn run(
+    env: &[(String, String)],
     binary: &Path,
     flavor: &Flavor,
     layout: &Layout,
@@ -50,6 +52,7 @@ fn run(
     error_log: &Path,
 ) -> Result<()> {
     let mut cmd = Command::new(binary);
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
     cmd.arg(format!("--defaults-file={}", cnf.display()))
         .arg(format!("--datadir={}", dir.display()));
     match flavor.family {

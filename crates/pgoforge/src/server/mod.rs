@@ -49,6 +49,8 @@ pub struct ServerSpec {
     pub stop_timeout: Duration,
     /// Let the server outlive this process (`pgoforge server start`); otherwise it dies with us.
     pub detach: bool,
+    /// Extra environment for the server (e.g. LLVM_PROFILE_FILE for an instrumented build).
+    pub env: Vec<(String, String)>,
 }
 
 impl ServerSpec {
@@ -63,6 +65,7 @@ impl ServerSpec {
             start_timeout: Duration::from_secs(120),
             stop_timeout: Duration::from_secs(300),
             detach: false,
+            env: Vec::new(),
         }
     }
 }
@@ -261,6 +264,7 @@ impl Server {
         })?;
         let p = &setup.paths;
         init::initialize(
+            &spec.env,
             &spec.binary,
             &setup.flavor,
             &setup.layout,
@@ -390,6 +394,7 @@ impl Server {
         } = setup;
         let mut cmd = Command::new(&spec.binary);
         cmd.arg(format!("--defaults-file={}", paths.cnf.display()))
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());

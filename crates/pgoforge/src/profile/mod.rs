@@ -1,0 +1,330 @@
+//! Profiles: stored content-addressed with their metadata, checked before use.
+//!
+//! A profile lives in WORK/profiles/<hash>/ (a gcda directory, a merged .profdata, or a BOLT .fdata)
+//! beside meta.json: where it came from (source hash, the build it was trained on, compiler), how it
+//! was trained, and a summary. [`check`] refuses empty profiles and profiles of another build.
+
+pub mod bolt;
+pub mod gate;
+pub mod train;
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::build::{BuildOutput, ProfileInput};
+use crate::source::hex;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// A directory of GCC .gcda files.
+    Gcda,
+    /// A merged LLVM .profdata file.
+    Profdata,
+    /// A BOLT .fdata file.
+    Fdata,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub files: u64,
+    pub bytes: u64,
+    /// Functions with profile records, where the tool tells.
+    pub functions: Option<u64>,
+    /// Of those, functions with non-zero counts.
+    pub functions_with_counts: Option<u64>,
+    /// The hottest functions, where the tool tells.
+    pub hottest: Vec<String>,
+    /// BOLT: "N out of M functions have non-empty execution profile".
+    pub note: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    pub hash: String,
+    pub kind: Kind,
+    pub source_hash: String,
+    /// The key of the build the profile was collected on.
+    pub build_key: String,
+    pub recipe: String,
+    pub variant: String,
+    pub compiler: String,
+    pub compiler_version: String,
+    /// What ran: tests, durations, threads, protocol.
+    pub training: Vec<String>,
+    pub seconds: f64,
+    /// Seconds since the Unix epoch.
+    pub created: u64,
+    pub summary: Summary,
+}
+
+/// A profile in the store.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Stored {
+    pub dir: PathBuf,
+    pub meta: Meta,
+}
+
+impl Stored {
+    /// The path a build or BOLT consumes: the gcda dir, the .profdata or the .fdata.
+    pub fn data(&self) -> PathBuf {
+        match self.meta.kind {
+            Kind::Gcda => self.dir.join("gcda"),
+            Kind::Profdata => self.dir.join("merged.profdata"),
+            Kind::Fdata => self.dir.join("merged.fdata"),
+        }
+    }
+
+    pub fn input(&self) -> ProfileInput {
+        match self.meta.kind {
+            Kind::Gcda => ProfileInput::GccDir(self.data()),
+            _ => ProfileInput::Profdata(self.data()),
+        }
+    }
+
+    pub fn load(dir: &Path) -> Result<Stored> {
+        let text = fs::read_to_string(dir.join("meta.json"))
+            .with_context(|| format!("reading {}/meta.json", dir.display()))?;
+        Ok(Stored {
+            dir: dir.to_path_buf(),
+            meta: serde_json::from_str(&text)
+                .with_context(|| format!("parsing {}/meta.json", dir.display()))?,
+        })
+    }
+}
+
+fn files_under(d: &Path, ext: &str, out: &mut Vec<PathBuf>) -> Result<()> {
+    for e in fs::read_dir(d).with_context(|| format!("reading {}", d.display()))? {
+        let p = e?.path();
+        if p.is_dir() {
+            files_under(&p, ext, out)?;
+        } else if p.extension().is_some_and(|x| x == ext) {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// The gcda files of a directory, sorted.
+pub fn gcda_files(d: &Path) -> Result<Vec<PathBuf>> {
+    let mut v = Vec::new();
+    if d.is_dir() {
+        files_under(d, "gcda", &mut v)?;
+    }
+    v.sort();
+    Ok(v)
+}
+
+/// The content hash of a profile (file names and bytes for a directory).
+pub fn content_hash(p: &ProfileInput) -> Result<String> {
+    let mut h = Sha256::new();
+    match p {
+        ProfileInput::Profdata(f) => {
+            let mut file =
+                File::open(f).with_context(|| format!("opening profile {}", f.display()))?;
+            std::io::copy(&mut file, &mut h)?;
+        }
+        ProfileInput::GccDir(d) => {
+            let files = gcda_files(d)?;
+            if files.is_empty() {
+                bail!("profile directory {} holds no .gcda files", d.display());
+            }
+            for f in files {
+                h.update(f.strip_prefix(d).unwrap_or(&f).to_string_lossy().as_bytes());
+                h.update(fs::read(&f)?);
+            }
+        }
+    }
+    Ok(hex(&h.finalize()))
+}
+
+/// Checks a GCC profile against the build it is for: every gcda must name an object of that build
+/// (names are object paths relative to the build directory, '/' written as '#').
+pub fn check_gcda(dir: &Path, build: &BuildOutput) -> Result<Summary> {
+    let files = gcda_files(dir)?;
+    if files.is_empty() {
+        bail!("refusing the profile {}: it holds no .gcda files (did the instrumented server run and stop cleanly?)", dir.display());
+    }
+    let mut s = Summary::default();
+    let mut foreign = Vec::new();
+    for f in &files {
+        let len = fs::metadata(f)?.len();
+        if len == 0 {
+            bail!(
+                "refusing the profile {}: {} is empty",
+                dir.display(),
+                f.display()
+            );
+        }
+        s.files += 1;
+        s.bytes += len;
+        let name = f
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .replace('#', "/");
+        if !build.build_dir.join(format!("{name}.o")).is_file() {
+            foreign.push(
+                f.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+        }
+    }
+    if foreign.len() * 2 > files.len() {
+        bail!(
+            "refusing the profile {}: {} of its {} files name objects that build {} does not have (e.g. {}); it belongs to another build",
+            dir.display(),
+            foreign.len(),
+            files.len(),
+            build.dir.display(),
+            foreign[0]
+        );
+    }
+    Ok(s)
+}
+
+/// Summarizes and sanity-checks a merged .profdata with the matching llvm-profdata.
+pub fn check_profdata(file: &Path, profdata_tool: &Path) -> Result<Summary> {
+    let len = fs::metadata(file)
+        .with_context(|| format!("profile {} is missing", file.display()))?
+        .len();
+    if len == 0 {
+        bail!("refusing the profile {}: it is empty", file.display());
+    }
+    let out = Command::new(profdata_tool)
+        .args(["show", "--topn=10"])
+        .arg(file)
+        .output()
+        .with_context(|| format!("running {} show", profdata_tool.display()))?;
+    if !out.status.success() {
+        bail!(
+            "refusing the profile {}: llvm-profdata cannot read it: {}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let functions = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Total functions:"))
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    // "  name, max count = N" lines follow the "Top 10 functions" header.
+    let hottest = text
+        .lines()
+        .skip_while(|l| !l.contains("Top 10 functions"))
+        .skip(1)
+        .filter_map(|l| l.split(", max count").next())
+        .map(|n| n.trim().rsplit(':').next().unwrap_or("").to_string())
+        .filter(|n| !n.is_empty())
+        .take(10)
+        .collect();
+    let all = Command::new(profdata_tool)
+        .args(["show", "--all-functions", "--counts"])
+        .arg(file)
+        .output()?;
+    let with_counts = String::from_utf8_lossy(&all.stdout)
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            // IR-level profiles list "Block counts: [..]"; front-end ones "Function count: N".
+            l.strip_prefix("Block counts:")
+                .or_else(|| l.strip_prefix("Function count:"))
+        })
+        .filter(|c| {
+            c.split(|ch: char| !ch.is_ascii_digit())
+                .any(|n| !n.is_empty() && n != "0")
+        })
+        .count() as u64;
+    if functions == Some(0) {
+        bail!(
+            "refusing the profile {}: it holds no functions",
+            file.display()
+        );
+    }
+    Ok(Summary {
+        files: 1,
+        bytes: len,
+        functions,
+        functions_with_counts: Some(with_counts),
+        hottest,
+        note: None,
+    })
+}
+
+/// Moves collected profile data into the store under its content hash.
+pub fn store(work_dir: &Path, data: &ProfileInput, kind: Kind, mut meta: Meta) -> Result<Stored> {
+    let hash = match kind {
+        Kind::Fdata => {
+            let mut h = Sha256::new();
+            std::io::copy(&mut File::open(data.path())?, &mut h)?;
+            hex(&h.finalize())
+        }
+        _ => content_hash(data)?,
+    };
+    meta.hash = hash.clone();
+    let dir = work_dir.join("profiles").join(&hash[..16]);
+    if dir.join("meta.json").is_file() {
+        return Stored::load(&dir);
+    }
+    let tmp = dir.with_extension("storing");
+    let _ = fs::remove_dir_all(&tmp);
+    fs::create_dir_all(&tmp)?;
+    let target = match kind {
+        Kind::Gcda => tmp.join("gcda"),
+        Kind::Profdata => tmp.join("merged.profdata"),
+        Kind::Fdata => tmp.join("merged.fdata"),
+    };
+    match data {
+        ProfileInput::GccDir(d) => {
+            fs::create_dir_all(&target)?;
+            for f in gcda_files(d)? {
+                let rel = f.strip_prefix(d).unwrap_or(&f);
+                let dst = target.join(rel);
+                if let Some(p) = dst.parent() {
+                    fs::create_dir_all(p)?;
+                }
+                fs::copy(&f, &dst)?;
+            }
+        }
+        ProfileInput::Profdata(f) => {
+            fs::copy(f, &target)?;
+        }
+    }
+    fs::write(tmp.join("meta.json"), serde_json::to_string_pretty(&meta)?)?;
+    fs::rename(&tmp, &dir).with_context(|| format!("storing the profile in {}", dir.display()))?;
+    Ok(Stored { dir, meta })
+}
+
+/// Refuses a stored profile for a build of another source.
+pub fn check_belongs(p: &Stored, source_hash: &str, compiler_label: &str) -> Result<()> {
+    if p.meta.source_hash != source_hash {
+        bail!(
+            "refusing the profile {}: it was trained on source {} but this build is of source {}",
+            p.dir.display(),
+            &p.meta.source_hash[..12.min(p.meta.source_hash.len())],
+            &source_hash[..12.min(source_hash.len())]
+        );
+    }
+    if p.meta.kind != Kind::Fdata && p.meta.compiler != compiler_label {
+        bail!(
+            "refusing the profile {}: it was made by {} and this build uses {}",
+            p.dir.display(),
+            p.meta.compiler,
+            compiler_label
+        );
+    }
+    Ok(())
+}
+
+pub fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

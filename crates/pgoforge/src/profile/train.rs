@@ -1,0 +1,348 @@
+//! Training: run the instrumented server on the OLTP mix, stop it cleanly, collect and store the
+//! profile.
+//!
+//! The default mix follows the best anchor (point selects, then read-only transactions) plus a write
+//! phase and a text-protocol phase, since prepared statements and plain queries take different paths
+//! through the server (parser vs. execution of prepared statements).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use oltp::settings::{PsMode, Settings, TestName};
+use serde::{Deserialize, Serialize};
+
+use super::{check_gcda, check_profdata, now_secs, store, Kind, Meta, Stored};
+use crate::build::{BuildOutput, ProfileInput};
+use crate::server::{Server, ServerSpec, ServerState};
+use crate::toolchain::FlagFamily;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Phase {
+    pub test: TestName,
+    pub seconds: u64,
+    pub threads: u32,
+    /// Prepared statements (true) or the text protocol.
+    pub prepared: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mix {
+    pub tables: u32,
+    pub table_size: u64,
+    pub phases: Vec<Phase>,
+}
+
+impl Mix {
+    /// point_select, read_only (prepared and text), read_write: about five minutes.
+    pub fn standard() -> Mix {
+        Mix {
+            tables: 4,
+            table_size: 100_000,
+            phases:
+                "oltp_point_select:60,oltp_read_only:120,oltp_read_only@text:40,oltp_read_write:80"
+                    .parse::<Phases>()
+                    .expect("valid mix")
+                    .0,
+        }
+    }
+
+    /// A short mix for a first look and for tests.
+    pub fn quick() -> Mix {
+        Mix {
+            tables: 1,
+            table_size: 10_000,
+            phases: "oltp_point_select:8,oltp_read_only:8,oltp_read_only@text:4,oltp_read_write:8"
+                .parse::<Phases>()
+                .expect("valid mix")
+                .0,
+        }
+    }
+
+    pub fn describe(&self) -> Vec<String> {
+        let mut v = vec![format!(
+            "dataset {} tables x {} rows",
+            self.tables, self.table_size
+        )];
+        v.extend(self.phases.iter().map(|p| {
+            format!(
+                "{} {}s {} threads {}",
+                p.test,
+                p.seconds,
+                p.threads,
+                if p.prepared { "prepared" } else { "text" }
+            )
+        }));
+        v
+    }
+
+    pub fn settings(&self, test: TestName) -> Settings {
+        let mut s = Settings::new(test);
+        s.schema.tables = self.tables;
+        s.schema.table_size = self.table_size;
+        s.rand.seed = 1;
+        s
+    }
+}
+
+/// Phases as `test[@text][:seconds[:threads]]`, comma-separated.
+#[derive(Debug)]
+pub struct Phases(pub Vec<Phase>);
+
+impl FromStr for Phases {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Phases, String> {
+        s.split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                let mut parts = p.split(':');
+                let head = parts.next().unwrap_or_default();
+                let (name, prepared) = match head.split_once('@') {
+                    Some((n, "text")) => (n, false),
+                    Some((n, "ps")) => (n, true),
+                    Some((_, m)) => {
+                        return Err(format!(
+                            "unknown protocol '@{m}' in '{p}' (use @text or @ps)"
+                        ))
+                    }
+                    None => (head, true),
+                };
+                let test: TestName = name.parse()?;
+                let seconds = parts.next().map_or(Ok(30), |v| {
+                    v.parse().map_err(|_| format!("bad seconds in '{p}'"))
+                })?;
+                let threads = parts.next().map_or(Ok(4), |v| {
+                    v.parse().map_err(|_| format!("bad threads in '{p}'"))
+                })?;
+                if seconds == 0 || threads == 0 {
+                    return Err(format!("'{p}': seconds and threads must be at least 1"));
+                }
+                Ok(Phase {
+                    test,
+                    seconds,
+                    threads,
+                    prepared,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .and_then(|v| {
+                if v.is_empty() {
+                    Err("an empty training mix".into())
+                } else {
+                    Ok(v)
+                }
+            })
+            .map(Phases)
+    }
+}
+
+impl FromStr for Mix {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Mix, String> {
+        Ok(Mix {
+            phases: s.parse::<Phases>()?.0,
+            ..Mix::standard()
+        })
+    }
+}
+
+/// Prepares the dataset and runs every phase against `state`'s server.
+pub fn run_mix(state: &ServerState, mix: &Mix, log: &dyn Fn(&str)) -> Result<()> {
+    let mut s = mix.settings(TestName::OltpReadWrite);
+    s.conn = state.conn_settings();
+    s.threads = 2;
+    log(&format!(
+        "preparing {} tables x {} rows",
+        mix.tables, mix.table_size
+    ));
+    oltp::schema::prepare(&s, &|_| {}).context("preparing the training dataset")?;
+    for p in &mix.phases {
+        let mut r = mix.settings(p.test);
+        r.conn = state.conn_settings();
+        r.threads = p.threads;
+        r.time_s = p.seconds;
+        r.rand.seed = 0;
+        r.ps_mode = if p.prepared {
+            PsMode::Auto
+        } else {
+            PsMode::Disable
+        };
+        // Training must survive the odd deadlock or duplicate of a write phase.
+        r.ignore_errors = "1213,1020,1205,1062".parse().expect("valid list");
+        if p.test == TestName::BulkInsert {
+            oltp::schema::prepare(&r, &|_| {}).context("preparing bulk_insert tables")?;
+        }
+        let t0 = Instant::now();
+        let res = oltp::run(&r, &mut oltp::Quiet)
+            .map_err(|e| anyhow::anyhow!("training phase {}: {e}", p.test))?;
+        log(&format!(
+            "{} ({}): {:.0} tps for {:.0} s",
+            p.test,
+            if p.prepared { "prepared" } else { "text" },
+            res.tps(),
+            t0.elapsed().as_secs_f64()
+        ));
+    }
+    Ok(())
+}
+
+pub struct TrainRequest<'a> {
+    /// The pgo-gen build.
+    pub gen: &'a BuildOutput,
+    /// Server settings; the binary is replaced by the instrumented one.
+    pub spec: ServerSpec,
+    pub mix: &'a Mix,
+    pub work_dir: &'a Path,
+}
+
+/// Trains the instrumented build and stores its profile.
+pub fn train(req: &TrainRequest, log: &dyn Fn(&str)) -> Result<Stored> {
+    let gen = req.gen;
+    if !gen.variant.starts_with("pgo-gen") {
+        bail!(
+            "training needs a pgo-gen build; {} is {}",
+            gen.binary.display(),
+            gen.variant
+        );
+    }
+    let gen_dir = gen
+        .profile_gen_dir
+        .clone()
+        .context("the pgo-gen build records no profile directory")?;
+    // Profiles accumulate (GCC merges into existing gcda files): start from nothing.
+    let _ = fs::remove_dir_all(&gen_dir);
+    fs::create_dir_all(&gen_dir).with_context(|| format!("creating {}", gen_dir.display()))?;
+    let mut spec = req.spec.clone();
+    spec.binary = gen.binary.clone();
+    // Instrumented servers run slower: give them time.
+    spec.start_timeout = spec.start_timeout.max(Duration::from_secs(300));
+    spec.stop_timeout = spec.stop_timeout.max(Duration::from_secs(600));
+    if gen.compiler.family == FlagFamily::Clang {
+        spec.env.push((
+            "LLVM_PROFILE_FILE".into(),
+            gen_dir.join("%m-%p.profraw").display().to_string(),
+        ));
+    }
+    let inst = req
+        .work_dir
+        .join("train")
+        .join(format!("{}-{}", gen.key, now_secs()));
+    let t0 = Instant::now();
+    log(&format!(
+        "starting the instrumented server {}",
+        gen.binary.display()
+    ));
+    let result = train_on(&spec, &inst, req.mix, log);
+    let _ = fs::remove_dir_all(&inst);
+    result?;
+    let seconds = t0.elapsed().as_secs_f64();
+    let (data, kind, summary) = match gen.compiler.family {
+        FlagFamily::Gcc => {
+            let summary = check_gcda(&gen_dir, gen)?;
+            (ProfileInput::GccDir(gen_dir.clone()), Kind::Gcda, summary)
+        }
+        FlagFamily::Clang => {
+            let merged = merge_profraw(gen, &gen_dir)?;
+            let summary = check_profdata(&merged, gen.compiler.profdata()?)?;
+            (ProfileInput::Profdata(merged), Kind::Profdata, summary)
+        }
+    };
+    store(
+        req.work_dir,
+        &data,
+        kind,
+        Meta {
+            hash: String::new(),
+            kind,
+            source_hash: gen.source_hash.clone(),
+            build_key: gen.key.clone(),
+            recipe: gen.recipe.clone(),
+            variant: gen.variant.clone(),
+            compiler: gen.compiler.label(),
+            compiler_version: gen.compiler.version.clone(),
+            training: req.mix.describe(),
+            seconds,
+            created: now_secs(),
+            summary,
+        },
+    )
+}
+
+/// Starts `spec`'s server in `inst`, runs the mix and stops it; a server that does not exit cleanly
+/// has written no (complete) profile, whatever else went wrong.
+pub fn train_on(spec: &ServerSpec, inst: &Path, mix: &Mix, log: &dyn Fn(&str)) -> Result<()> {
+    let mut srv = Server::create(spec, inst)?;
+    let ran = run_mix(&srv.state, mix, log);
+    let stopped = srv.stop();
+    match (ran, stopped) {
+        (Ok(()), Ok(())) => Ok(()),
+        (ran, Err(e)) => {
+            let why = ran.err().map(|r| format!(" (the workload failed first: {r:#})")).unwrap_or_default();
+            bail!("no profile written: the server did not exit cleanly: {e:#}{why}")
+        }
+        (Err(r), Ok(())) => Err(r.context("training failed; the server stopped cleanly but the profile is incomplete and was not stored")),
+    }
+}
+
+/// Merges the .profraw files of a clang instrumented run with the matching llvm-profdata.
+pub fn merge_profraw(gen: &BuildOutput, dir: &Path) -> Result<PathBuf> {
+    let raws: Vec<PathBuf> = fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "profraw"))
+        .collect();
+    if raws.is_empty() {
+        bail!(
+            "no profile written: {} holds no .profraw files (the server did not exit cleanly?)",
+            dir.display()
+        );
+    }
+    let merged = dir.join("merged.profdata");
+    let tool = gen.compiler.profdata()?;
+    let out = Command::new(tool)
+        .arg("merge")
+        .arg("-o")
+        .arg(&merged)
+        .args(&raws)
+        .output()?;
+    if !out.status.success() {
+        bail!(
+            "{} merge failed: {}",
+            tool.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(merged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_parse() {
+        let p: Phases = "oltp_point_select:5,oltp_read_only@text:7:2"
+            .parse()
+            .unwrap();
+        assert_eq!(p.0.len(), 2);
+        assert_eq!(
+            p.0[1],
+            Phase {
+                test: TestName::OltpReadOnly,
+                seconds: 7,
+                threads: 2,
+                prepared: false
+            }
+        );
+        assert!("oltp_nothing:5".parse::<Phases>().is_err());
+        assert!("oltp_read_only@xml"
+            .parse::<Phases>()
+            .unwrap_err()
+            .contains("@xml"));
+        assert!("".parse::<Phases>().is_err());
+        assert_eq!(Mix::standard().phases.len(), 4);
+    }
+}
