@@ -275,6 +275,7 @@ fn fake_gen(work: &Path) -> BuildOutput {
         missing_profile_warnings: 0,
         seconds: 0.0,
         jobs: 1,
+        targets: vec!["mariadbd".into()],
         log: work.join("log"),
         cached: false,
     }

@@ -59,6 +59,9 @@ pub struct BuildOutput {
     pub missing_profile_warnings: u64,
     pub seconds: f64,
     pub jobs: usize,
+    /// The make targets this build has built.
+    #[serde(default)]
+    pub targets: Vec<String>,
     pub log: PathBuf,
     /// True when this result came from the cache.
     #[serde(skip)]
@@ -92,8 +95,14 @@ fn tail(path: &Path, n: usize) -> String {
     crate::server::tail(path, n)
 }
 
-/// Builds a variant, or returns the cached build with the same inputs.
-pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
+/// Where a request's build lives, and its key, without building: (key, directory).
+pub fn plan(req: &BuildRequest) -> Result<(String, PathBuf)> {
+    let (key, dir, _) = locate(req)?;
+    Ok((key, dir))
+}
+
+/// Checks the request and computes its key, directory and profile hash.
+fn locate(req: &BuildRequest) -> Result<(String, PathBuf, Option<String>)> {
     let v = req.variant;
     if v.needs_profile() && req.profile.is_none() {
         bail!("variant {v} needs a profile: train the pgo-gen build first (or pass --profile)");
@@ -118,6 +127,12 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
         }
     }
     let profile_hash = req.profile.map(crate::profile::content_hash).transpose()?;
+    // The target list is left out of the key: it chooses what gets built, not how, and an
+    // incremental make adds targets to a finished build (see below).
+    let spec = crate::recipe::BuildSpec {
+        targets: Vec::new(),
+        ..req.recipe.build.clone()
+    };
     #[derive(Serialize)]
     struct Key<'a> {
         scheme: u32,
@@ -131,7 +146,7 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
     let key_json = serde_json::to_vec(&Key {
         scheme: FLAG_SCHEME,
         source: &req.source.hash,
-        build: &req.recipe.build,
+        build: &spec,
         variant: v.to_string(),
         cc: &req.compiler.cc,
         cc_version: &req.compiler.version,
@@ -148,17 +163,32 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
         .unwrap_or_else(|_| req.work_dir.to_path_buf())
         .join("builds")
         .join(name);
+    Ok((key, dir, profile_hash))
+}
+
+/// Builds a variant, or returns the cached build with the same inputs.
+pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
+    let v = req.variant;
+    let (key, dir, profile_hash) = locate(req)?;
     let done = dir.join("build.json");
     if let Ok(text) = fs::read_to_string(&done) {
         let mut out: BuildOutput =
             serde_json::from_str(&text).with_context(|| format!("reading {}", done.display()))?;
-        if out.binary.is_file() {
+        let has_targets = req
+            .recipe
+            .build
+            .targets
+            .iter()
+            .all(|t| out.targets.contains(t));
+        if out.binary.is_file() && has_targets {
             out.cached = true;
             return Ok(out);
         }
     }
+    fs::create_dir_all(dir.join("build")).with_context(|| format!("creating {}", dir.display()))?;
+    // CMake and GCC's profile paths want one spelling of the directory: the real one.
+    let dir = fs::canonicalize(&dir).with_context(|| format!("resolving {}", dir.display()))?;
     let build_dir = dir.join("build");
-    fs::create_dir_all(&build_dir).with_context(|| format!("creating {}", build_dir.display()))?;
     let gen_dir = dir.join("profile-gen");
     let jobs = if req.jobs > 0 {
         req.jobs
@@ -284,6 +314,7 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
         missing_profile_warnings: missing,
         seconds: t0.elapsed().as_secs_f64(),
         jobs,
+        targets: req.recipe.build.targets.clone(),
         log: log_path,
         dir: dir.clone(),
         build_dir,

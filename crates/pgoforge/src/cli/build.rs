@@ -41,6 +41,9 @@ pub struct BuildArgs {
     /// Print the build record as JSON.
     #[arg(long)]
     json: bool,
+    /// Only print where the build would be (its key and directory); build nothing.
+    #[arg(long)]
+    plan: bool,
 }
 
 pub fn build_main(a: BuildArgs) -> Result<i32> {
@@ -71,7 +74,7 @@ pub fn build_main(a: BuildArgs) -> Result<i32> {
             ProfileInput::Profdata(p)
         }
     });
-    let out = build::build(&BuildRequest {
+    let req = BuildRequest {
         recipe: &recipe,
         source: &src,
         variant,
@@ -80,7 +83,13 @@ pub fn build_main(a: BuildArgs) -> Result<i32> {
         work_dir: &a.work_dir,
         jobs: a.jobs,
         show_progress: !a.json,
-    })?;
+    };
+    if a.plan {
+        let (key, dir) = build::plan(&req)?;
+        println!("{key} {}", dir.display());
+        return Ok(0);
+    }
+    let out = build::build(&req)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(0);
