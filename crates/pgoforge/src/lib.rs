@@ -1,5 +1,6 @@
 //! pgoforge's pipeline stages, one module each. The CLI (src/main.rs, src/cli/) composes them.
 
+pub mod bench;
 pub mod build;
 pub mod profile;
 pub mod recipe;
