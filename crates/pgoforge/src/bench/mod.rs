@@ -1,1 +1,3 @@
+pub mod report;
+pub mod run;
 pub mod stats;

@@ -178,13 +178,17 @@ pub struct Comparison {
 /// Smallest rounds per side for which the U test can reach p < 0.05 at all.
 pub const MIN_ROUNDS: usize = 4;
 
+/// Changes smaller than this are called noise even when the test says significant (as criterion's
+/// noise threshold): on shared VMs slow drift can make tiny differences "significant".
+pub const NOISE: f64 = 0.02;
+
 /// Compares `variant` with `baseline` for a higher-is-better metric (`higher_better`) or a latency.
 pub fn compare(baseline: &[f64], variant: &[f64], higher_better: bool, seed: u64) -> Comparison {
     let ratio = mean(variant) / mean(baseline);
     let ci = bootstrap_ratio_ci(baseline, variant, 10_000, seed);
     let (_, p) = mann_whitney(baseline, variant);
     let excludes_one = ci.0 > 1.0 || ci.1 < 1.0;
-    let significant = p < 0.05 && excludes_one;
+    let significant = p < 0.05 && excludes_one && (ratio - 1.0).abs() >= NOISE;
     let pct = |r: f64| (r - 1.0) * 100.0;
     let mut warnings = Vec::new();
     if baseline.len() < MIN_ROUNDS || variant.len() < MIN_ROUNDS {

@@ -1,5 +1,6 @@
 //! The command line: one subcommand per pipeline stage.
 
+mod bench;
 mod build;
 mod oltp;
 mod profile;
@@ -37,6 +38,10 @@ enum Command {
     Bolt(Box<profile::BoltArgs>),
     /// Check that optimized binaries compute what the baseline computes.
     Gate(profile::GateArgs),
+    /// Benchmark servers side by side: interleaved rounds, statistics, reports.
+    Bench(Box<bench::BenchArgs>),
+    /// Regenerate the reports of a benchmark run from its stored results.
+    Report(bench::ReportArgs),
 }
 
 /// Runs the command line; the returned value is the process exit status.
@@ -51,6 +56,8 @@ pub fn main() -> anyhow::Result<i32> {
         Command::Train(args) => profile::train_main(*args),
         Command::Bolt(args) => profile::bolt_main(*args),
         Command::Gate(args) => profile::gate_main(args),
+        Command::Bench(args) => bench::bench_main(*args),
+        Command::Report(args) => bench::report_main(args),
     }
 }
 

@@ -1,0 +1,276 @@
+//! Running a benchmark: contenders × workloads × thread counts × rounds, interleaved.
+//!
+//! Every round starts each contender from a fresh copy of one prepared datadir template, runs a
+//! warm-up and then each cell, in a new random contender order per round, so that drift hits all
+//! alike. Each measured run's full driver result is appended to results.jsonl as soon as it ends;
+//! an interrupted benchmark keeps what finished and `resume` continues it.
+
+use std::collections::HashSet;
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use oltp::rng::SbRng;
+use oltp::settings::{Settings, TestName};
+use oltp::RunResult;
+use serde::{Deserialize, Serialize};
+
+use crate::server::{cpu, template, ServerConfig, ServerSpec};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Contender {
+    pub name: String,
+    pub binary: PathBuf,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The first is the baseline every other is compared with.
+    pub contenders: Vec<Contender>,
+    pub workloads: Vec<TestName>,
+    pub threads: Vec<u32>,
+    pub rounds: u32,
+    pub seconds: u64,
+    pub warmup_seconds: u64,
+    pub tables: u32,
+    pub table_size: u64,
+    pub config: ServerConfig,
+    /// Pin server and client to disjoint CPU sets when the machine has two or more CPUs.
+    pub pin: bool,
+    /// Seeds the per-round contender order.
+    pub seed: u64,
+    /// Free text recorded with the results (recipe, flags, source hash...).
+    pub label: String,
+}
+
+/// One line of results.jsonl.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub round: u32,
+    /// Position of the contender in this round's order (0 = ran first).
+    pub position: usize,
+    pub contender: String,
+    pub workload: TestName,
+    pub threads: u32,
+    pub result: RunResult,
+}
+
+/// The run directory's plan.json: what was asked, so a resume or a report knows.
+pub fn plan_path(dir: &Path) -> PathBuf {
+    dir.join("plan.json")
+}
+
+pub fn results_path(dir: &Path) -> PathBuf {
+    dir.join("results.jsonl")
+}
+
+/// Reads results.jsonl; a torn last line (a crash mid-write) is ignored, any other bad line is an error.
+pub fn read_records(dir: &Path) -> Result<Vec<Record>> {
+    let p = results_path(dir);
+    let f = match File::open(&p) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("opening {}", p.display())),
+    };
+    let lines: Vec<String> = BufReader::new(f).lines().collect::<Result<_, _>>()?;
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if l.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Record>(l) {
+            Ok(r) => out.push(r),
+            Err(_) if i + 1 == lines.len() => break,
+            Err(e) => bail!(
+                "{} line {} is corrupted ({e}); nothing was overwritten",
+                p.display(),
+                i + 1
+            ),
+        }
+    }
+    Ok(out)
+}
+
+/// Cuts a line left half-written by a crash, so that appending continues a well-formed file.
+fn drop_torn_tail(p: &Path) -> Result<()> {
+    let Ok(text) = fs::read_to_string(p) else {
+        return Ok(());
+    };
+    if text.is_empty() || text.ends_with('\n') {
+        return Ok(());
+    }
+    let keep = text.rfind('\n').map_or(0, |i| i + 1);
+    let f = OpenOptions::new().write(true).open(p)?;
+    f.set_len(keep as u64)?;
+    Ok(())
+}
+
+/// Each round's contender order: a fresh shuffle per round (seeded, so a resume repeats it).
+pub fn round_order(n: usize, round: u32, seed: u64) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..n).collect();
+    let mut rng = SbRng::new(seed, round as u64 + 1);
+    for i in (1..n).rev() {
+        let j = rng.uniform(0, i as u32) as usize;
+        idx.swap(i, j);
+    }
+    idx
+}
+
+fn dataset(plan: &Plan) -> Settings {
+    let mut s = Settings::new(TestName::OltpReadWrite);
+    s.schema.tables = plan.tables;
+    s.schema.table_size = plan.table_size;
+    s.rand.seed = 1;
+    s.threads = 2;
+    s
+}
+
+/// Runs the plan into `dir` (created if needed); with `resume`, continues a run already there.
+pub fn run(
+    plan: &Plan,
+    work_dir: &Path,
+    dir: &Path,
+    resume: bool,
+    log: &dyn Fn(&str),
+) -> Result<()> {
+    if plan.contenders.len() < 2 {
+        bail!("a benchmark needs at least two contenders (a baseline and one to compare)");
+    }
+    let mut names = HashSet::new();
+    for c in &plan.contenders {
+        if !names.insert(&c.name) {
+            bail!("contender name '{}' is given twice", c.name);
+        }
+        if !c.binary.is_file() {
+            bail!(
+                "contender {}: {} does not exist (build it first)",
+                c.name,
+                c.binary.display()
+            );
+        }
+    }
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let pp = plan_path(dir);
+    if pp.exists() {
+        let old: Plan = serde_json::from_str(&fs::read_to_string(&pp)?)
+            .with_context(|| format!("reading {}", pp.display()))?;
+        if !resume {
+            bail!("{} already holds a benchmark; pass --resume to continue it or choose another --run", dir.display());
+        }
+        if old != *plan {
+            bail!(
+                "--resume: {} holds a benchmark with a different plan; start a new --run instead",
+                dir.display()
+            );
+        }
+    } else {
+        fs::write(&pp, serde_json::to_string_pretty(plan)?)?;
+    }
+    drop_torn_tail(&results_path(dir))?;
+    let done: HashSet<(u32, String, TestName, u32)> = read_records(dir)?
+        .into_iter()
+        .map(|r| (r.round, r.contender, r.workload, r.threads))
+        .collect();
+    let (server_cpus, client_cpus) = match (plan.pin, cpu::split()) {
+        (true, Some((s, c))) => (Some(s), c),
+        _ => (None, Vec::new()),
+    };
+    let base_spec = ServerSpec {
+        config: plan.config.clone(),
+        cpus: server_cpus,
+        ..ServerSpec::new(&plan.contenders[0].binary)
+    };
+    log("preparing the dataset template");
+    let tpl = template::ensure(work_dir, &base_spec, &dataset(plan))?;
+    let mut out = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(results_path(dir))?;
+    for round in 1..=plan.rounds {
+        for (position, &ci) in round_order(plan.contenders.len(), round, plan.seed)
+            .iter()
+            .enumerate()
+        {
+            let c = &plan.contenders[ci];
+            let cells: Vec<(TestName, u32)> = plan
+                .workloads
+                .iter()
+                .flat_map(|&w| plan.threads.iter().map(move |&t| (w, t)))
+                .filter(|(w, t)| !done.contains(&(round, c.name.clone(), *w, *t)))
+                .collect();
+            if cells.is_empty() {
+                continue;
+            }
+            let spec = ServerSpec {
+                binary: c.binary.clone(),
+                ..base_spec.clone()
+            };
+            let inst = dir.join("instances").join(format!("r{round}-{}", c.name));
+            let _ = fs::remove_dir_all(&inst);
+            let mut srv = template::start_copy(&tpl, &spec, &inst)
+                .with_context(|| format!("starting {}", c.name))?;
+            for (w, t) in cells {
+                let mut s = dataset(plan);
+                s.test = w;
+                s.conn = srv.state.conn_settings();
+                s.threads = t;
+                s.client_cpus = client_cpus.clone();
+                s.rand.seed = 0;
+                s.report_interval_s = 1;
+                s.ignore_errors = "1213,1020,1205,1062".parse().expect("valid list");
+                if plan.warmup_seconds > 0 {
+                    s.time_s = plan.warmup_seconds;
+                    oltp::run(&s, &mut oltp::Quiet)
+                        .map_err(|e| anyhow::anyhow!("warm-up of {} {w}: {e}", c.name))?;
+                }
+                s.time_s = plan.seconds;
+                let r = oltp::run(&s, &mut oltp::Quiet)
+                    .map_err(|e| anyhow::anyhow!("{} {w} {t} threads: {e}", c.name))?;
+                log(&format!(
+                    "round {round}/{}: {} {w} {t} thr: {:.0} tps",
+                    plan.rounds,
+                    c.name,
+                    r.tps()
+                ));
+                let rec = Record {
+                    round,
+                    position,
+                    contender: c.name.clone(),
+                    workload: w,
+                    threads: t,
+                    result: r,
+                };
+                writeln!(out, "{}", serde_json::to_string(&rec)?)?;
+                out.sync_data()?;
+            }
+            srv.stop().with_context(|| format!("stopping {}", c.name))?;
+            let _ = fs::remove_dir_all(&inst);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_round_has_every_contender_once_in_a_new_order() {
+        let orders: Vec<Vec<usize>> = (1..=6).map(|r| round_order(3, r, 9)).collect();
+        for o in &orders {
+            let mut s = o.clone();
+            s.sort();
+            assert_eq!(s, vec![0, 1, 2]);
+        }
+        assert!(
+            orders.windows(2).any(|w| w[0] != w[1]),
+            "orders vary between rounds"
+        );
+        assert_eq!(
+            round_order(3, 2, 9),
+            orders[1],
+            "seeded: a resume repeats the order"
+        );
+    }
+}

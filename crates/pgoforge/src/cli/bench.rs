@@ -1,0 +1,129 @@
+//! `pgoforge bench` and `pgoforge report`.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use oltp::settings::TestName;
+use pgoforge::bench::report;
+use pgoforge::bench::run::{self, Contender, Plan};
+use pgoforge::server::ServerConfig;
+
+fn contender(s: &str) -> Result<Contender, String> {
+    let (n, p) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not NAME=PATH"))?;
+    if n.is_empty() || n.contains(['/', ' ']) {
+        return Err(format!("'{n}' is not a usable name (no spaces or slashes)"));
+    }
+    Ok(Contender {
+        name: n.into(),
+        binary: PathBuf::from(p),
+    })
+}
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// The reference server, NAME=PATH.
+    #[arg(long, value_parser = contender)]
+    baseline: Contender,
+    /// A server to compare with it, NAME=PATH (repeatable; e.g. a built variant or the distribution's).
+    #[arg(long = "binary", value_parser = contender, required = true)]
+    binaries: Vec<Contender>,
+    /// Workloads, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "oltp_point_select,oltp_read_only,oltp_read_write"
+    )]
+    workloads: Vec<TestName>,
+    /// Client thread counts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "4")]
+    threads: Vec<u32>,
+    #[arg(long, default_value_t = 5)]
+    rounds: u32,
+    /// Seconds per measured run.
+    #[arg(long, default_value_t = 30)]
+    time: u64,
+    /// Seconds of warm-up before each measured run.
+    #[arg(long, default_value_t = 5)]
+    warmup: u64,
+    #[arg(long, default_value_t = 4)]
+    tables: u32,
+    #[arg(long = "table-size", default_value_t = 100_000)]
+    table_size: u64,
+    #[arg(long = "buffer-pool-mb", default_value_t = 2048)]
+    buffer_pool_mb: u64,
+    /// Do not pin server and client to disjoint CPUs.
+    #[arg(long = "no-pin")]
+    no_pin: bool,
+    #[arg(long = "work-dir", default_value = "pgoforge-work")]
+    work_dir: PathBuf,
+    /// The run directory (default WORK/runs/<time>).
+    #[arg(long)]
+    run: Option<PathBuf>,
+    /// Continue an interrupted run in --run.
+    #[arg(long)]
+    resume: bool,
+}
+
+pub fn bench_main(a: BenchArgs) -> Result<i32> {
+    if a.rounds == 0 || a.time == 0 || a.threads.contains(&0) {
+        super::usage_error("--rounds, --time and --threads must be at least 1");
+    }
+    let mut contenders = vec![a.baseline];
+    contenders.extend(a.binaries);
+    let plan = Plan {
+        contenders,
+        workloads: a.workloads,
+        threads: a.threads,
+        rounds: a.rounds,
+        seconds: a.time,
+        warmup_seconds: a.warmup,
+        tables: a.tables,
+        table_size: a.table_size,
+        config: ServerConfig {
+            buffer_pool_mb: a.buffer_pool_mb,
+            ..ServerConfig::default()
+        },
+        pin: !a.no_pin,
+        seed: 2026,
+        label: String::new(),
+    };
+    std::fs::create_dir_all(&a.work_dir)?;
+    let work = std::fs::canonicalize(&a.work_dir)?;
+    let dir = match a.run {
+        Some(d) => d,
+        None => work
+            .join("runs")
+            .join(format!("bench-{}", pgoforge::profile::now_secs())),
+    };
+    run::run(&plan, &work, &dir, a.resume, &|l| eprintln!("  {l}"))?;
+    let r = report::build(&dir)?;
+    report::write_all(&dir, &r)?;
+    print!("{}", report::text(&r));
+    println!("results and reports in {}", dir.display());
+    Ok(0)
+}
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// A run directory made by `pgoforge bench`.
+    run: PathBuf,
+    /// What to print: text, md, json or csv (all are written into the run directory).
+    #[arg(long, default_value = "text", value_parser = ["text", "md", "json", "csv"])]
+    format: String,
+}
+
+pub fn report_main(a: ReportArgs) -> Result<i32> {
+    let r = report::build(&a.run)?;
+    report::write_all(&a.run, &r)?;
+    let out = match a.format.as_str() {
+        "md" => report::markdown(&r),
+        "json" => serde_json::to_string_pretty(&r)?,
+        "csv" => report::csv(&r),
+        _ => report::text(&r),
+    };
+    print!("{out}");
+    Ok(0)
+}

@@ -1,0 +1,180 @@
+//! The benchmark runner and reports against Debian's mariadbd: one binary under two names must show no
+//! significant difference; reports regenerate identically; interrupted runs resume; bad input is refused.
+
+mod common;
+
+use std::fs;
+use std::path::PathBuf;
+
+use oltp::settings::TestName;
+use pgoforge::bench::report;
+use pgoforge::bench::run::{self, read_records, Contender, Plan};
+use pgoforge::server::ServerConfig;
+
+const MARIADBD: &str = "/usr/sbin/mariadbd";
+
+fn plan(rounds: u32) -> Plan {
+    Plan {
+        contenders: vec![
+            Contender {
+                name: "debian".into(),
+                binary: MARIADBD.into(),
+            },
+            Contender {
+                name: "same".into(),
+                binary: MARIADBD.into(),
+            },
+        ],
+        workloads: vec![TestName::OltpPointSelect],
+        threads: vec![2],
+        rounds,
+        seconds: 2,
+        warmup_seconds: 1,
+        tables: 1,
+        table_size: 5000,
+        config: ServerConfig {
+            buffer_pool_mb: 128,
+            redo_log_mb: 32,
+            ..ServerConfig::default()
+        },
+        pin: true,
+        seed: 1,
+        label: "test".into(),
+    }
+}
+
+#[test]
+fn one_binary_under_two_names_is_no_significant_difference() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("run");
+    let p = plan(4);
+    run::run(&p, work.path(), &dir, false, &|_| {}).unwrap();
+    let recs = read_records(&dir).unwrap();
+    assert_eq!(recs.len(), 8);
+    for round in 1..=4 {
+        let names: Vec<&str> = recs
+            .iter()
+            .filter(|r| r.round == round)
+            .map(|r| r.contender.as_str())
+            .collect();
+        assert_eq!(names.len(), 2, "both contenders run every round");
+    }
+    assert!(recs
+        .iter()
+        .all(|r| r.result.transactions > 0 && r.result.intervals.len() >= 1));
+    let r = report::build(&dir).unwrap();
+    let same = r.cells.iter().find(|c| c.contender == "same").unwrap();
+    let cmp = same.tps_vs_baseline.as_ref().unwrap();
+    assert_eq!(cmp.verdict, "no significant difference", "{cmp:?}");
+    assert!(
+        cmp.ratio_ci95.0 < 1.05 && cmp.ratio_ci95.1 > 0.95,
+        "{cmp:?}"
+    );
+    assert_eq!(same.tps.n, 4);
+
+    // Reports come from stored results only, identically every time.
+    report::write_all(&dir, &r).unwrap();
+    let first: Vec<String> = ["report.md", "report.json", "report.csv", "report.txt"]
+        .iter()
+        .map(|f| fs::read_to_string(dir.join(f)).unwrap())
+        .collect();
+    report::write_all(&dir, &report::build(&dir).unwrap()).unwrap();
+    let second: Vec<String> = ["report.md", "report.json", "report.csv", "report.txt"]
+        .iter()
+        .map(|f| fs::read_to_string(dir.join(f)).unwrap())
+        .collect();
+    assert_eq!(first, second);
+    assert!(
+        first[0].contains("| oltp_point_select | 2 | same |")
+            && first[0].contains("no significant difference"),
+        "{}",
+        first[0]
+    );
+    assert!(first[2].lines().count() == 3);
+    let cli = common::pgoforge(&["report", dir.to_str().unwrap(), "--format", "md"]);
+    assert_eq!(cli.code, 0, "{}", cli.stderr);
+    assert_eq!(cli.stdout, first[0]);
+}
+
+#[test]
+fn an_interrupted_run_resumes_and_bad_input_is_refused() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("run");
+    let p = plan(2);
+    run::run(&p, work.path(), &dir, false, &|_| {}).unwrap();
+    let results = dir.join("results.jsonl");
+    let full = fs::read_to_string(&results).unwrap();
+    let lines: Vec<&str> = full.lines().collect();
+    assert_eq!(lines.len(), 4);
+    // As if the process died while writing the third record.
+    fs::write(
+        &results,
+        format!("{}\n{}\n{}", lines[0], lines[1], &lines[2][..40]),
+    )
+    .unwrap();
+    // Without --resume nothing is touched.
+    let e = run::run(&p, work.path(), &dir, false, &|_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--resume"), "{e}");
+    run::run(&p, work.path(), &dir, true, &|_| {}).unwrap();
+    let recs = read_records(&dir).unwrap();
+    assert_eq!(recs.len(), 4, "the two missing cells ran again");
+    assert_eq!(
+        recs[0].result,
+        serde_json::from_str::<run::Record>(lines[0])
+            .unwrap()
+            .result,
+        "finished rounds are kept"
+    );
+    // A different plan cannot resume this run.
+    let mut other = p.clone();
+    other.seconds = 3;
+    assert!(run::run(&other, work.path(), &dir, true, &|_| {})
+        .unwrap_err()
+        .to_string()
+        .contains("different plan"));
+    // A missing binary, a duplicate name.
+    let mut bad = plan(1);
+    bad.contenders[1].binary = PathBuf::from("/nonexistent/mariadbd");
+    assert!(
+        run::run(&bad, work.path(), &work.path().join("r2"), false, &|_| {})
+            .unwrap_err()
+            .to_string()
+            .contains("does not exist")
+    );
+    let mut dup = plan(1);
+    dup.contenders[1].name = "debian".into();
+    assert!(
+        run::run(&dup, work.path(), &work.path().join("r3"), false, &|_| {})
+            .unwrap_err()
+            .to_string()
+            .contains("given twice")
+    );
+    // A corrupted results file is an error, and nothing is overwritten.
+    let good = fs::read_to_string(&results).unwrap();
+    let mut ls: Vec<&str> = good.lines().collect();
+    ls[1] = "{not json";
+    let corrupted = ls.join("\n") + "\n";
+    fs::write(&results, &corrupted).unwrap();
+    let e = report::build(&dir).unwrap_err().to_string();
+    assert!(e.contains("line 2 is corrupted"), "{e}");
+    assert_eq!(fs::read_to_string(&results).unwrap(), corrupted);
+    // Results of another run (an unknown contender) are refused.
+    let foreign = good.replace("\"contender\":\"same\"", "\"contender\":\"other\"");
+    fs::write(&results, foreign).unwrap();
+    assert!(report::build(&dir)
+        .unwrap_err()
+        .to_string()
+        .contains("belongs to another run"));
+    let cli = common::pgoforge(&[
+        "bench",
+        "--baseline",
+        "a=/usr/sbin/mariadbd",
+        "--binary",
+        "b=/usr/sbin/mariadbd",
+        "--workloads",
+        "oltp_nope",
+    ]);
+    assert_eq!(cli.code, 2, "{}", cli.stderr);
+}
