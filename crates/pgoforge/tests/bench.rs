@@ -74,15 +74,27 @@ fn one_binary_under_two_names_is_no_significant_difference() {
 
     // Reports come from stored results only, identically every time.
     report::write_all(&dir, &r).unwrap();
-    let first: Vec<String> = ["report.md", "report.json", "report.csv", "report.txt"]
-        .iter()
-        .map(|f| fs::read_to_string(dir.join(f)).unwrap())
-        .collect();
+    let first: Vec<String> = [
+        "report.md",
+        "report.json",
+        "report.csv",
+        "report.txt",
+        "report.html",
+    ]
+    .iter()
+    .map(|f| fs::read_to_string(dir.join(f)).unwrap())
+    .collect();
     report::write_all(&dir, &report::build(&dir).unwrap()).unwrap();
-    let second: Vec<String> = ["report.md", "report.json", "report.csv", "report.txt"]
-        .iter()
-        .map(|f| fs::read_to_string(dir.join(f)).unwrap())
-        .collect();
+    let second: Vec<String> = [
+        "report.md",
+        "report.json",
+        "report.csv",
+        "report.txt",
+        "report.html",
+    ]
+    .iter()
+    .map(|f| fs::read_to_string(dir.join(f)).unwrap())
+    .collect();
     assert_eq!(first, second);
     assert!(
         first[0].contains("| oltp_point_select | 2 | same |")
@@ -91,6 +103,18 @@ fn one_binary_under_two_names_is_no_significant_difference() {
         first[0]
     );
     assert!(first[2].lines().count() == 3);
+    let html = &first[4];
+    assert!(
+        html.starts_with("<!DOCTYPE html>") && html.contains("<svg") && html.contains("<table>")
+    );
+    assert!(
+        !html.contains("http://")
+            || html
+                .matches("http://")
+                .all(|_| html.contains("xmlns='http://www.w3.org/2000/svg'")),
+        "no external resources"
+    );
+    assert!(!html.contains("<script"));
     let cli = common::pgoforge(&["report", dir.to_str().unwrap(), "--format", "md"]);
     assert_eq!(cli.code, 0, "{}", cli.stderr);
     assert_eq!(cli.stdout, first[0]);

@@ -347,13 +347,14 @@ pub fn csv(r: &Report) -> String {
     o
 }
 
-/// Writes report.{md,json,csv,txt} into the run directory (each to a temporary name, then renamed).
+/// Writes report.{md,json,csv,txt,html} into the run directory (each to a temporary name, then renamed).
 pub fn write_all(dir: &Path, r: &Report) -> Result<()> {
     for (name, text) in [
         ("report.md", markdown(r)),
         ("report.json", serde_json::to_string_pretty(r)?),
         ("report.csv", csv(r)),
         ("report.txt", text(r)),
+        ("report.html", super::html::html(r)),
     ] {
         let p = dir.join(name);
         let tmp = dir.join(format!(".{name}.tmp"));
