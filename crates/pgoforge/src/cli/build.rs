@@ -253,21 +253,7 @@ pub fn doctor_main(_: DoctorArgs) -> Result<i32> {
     let perf = version_of("perf", "--version");
     tool_line("perf", perf.clone(), "linux-perf", &mut missing);
     if perf.is_some() {
-        let lbr = Command::new("perf")
-            .args([
-                "record",
-                "-q",
-                "-e",
-                "cycles:u",
-                "-j",
-                "any,u",
-                "-o",
-                "/dev/null",
-                "--",
-                "true",
-            ])
-            .output()
-            .is_ok_and(|o| o.status.success());
+        let lbr = pgoforge::profile::bolt::lbr_available();
         println!(
             "  {}  branch sampling (LBR): {}",
             if lbr { "ok      " } else { "no      " },
