@@ -19,10 +19,12 @@ fn plan(rounds: u32) -> Plan {
             Contender {
                 name: "debian".into(),
                 binary: MARIADBD.into(),
+                buffer_pool_mb: None,
             },
             Contender {
                 name: "same".into(),
                 binary: MARIADBD.into(),
+                buffer_pool_mb: None,
             },
         ],
         workloads: vec![TestName::OltpPointSelect],

@@ -88,7 +88,6 @@ pub fn build(dir: &Path) -> Result<Report> {
             bail!("results name contender '{}', which the plan in {} does not have: the file belongs to another run", r.contender, dir.display());
         }
     }
-    let base = &plan.contenders[0].name;
     let mut cells = Vec::new();
     let mut ratios: BTreeMap<(String, u32), Vec<f64>> = BTreeMap::new();
     for w in &plan.workloads {
@@ -109,9 +108,11 @@ pub fn build(dir: &Path) -> Result<Report> {
                     .percentile
                     .unwrap_or(r.result.latency.hdr.p95)
             };
-            let base_tps = pick(base, &tps);
-            let base_p95 = pick(base, &p95);
             for c in &plan.contenders {
+                // Compared with the first contender run with the same server settings.
+                let base = &plan.baseline_for(c).name;
+                let base_tps = pick(base, &tps);
+                let base_p95 = pick(base, &p95);
                 let v_tps = pick(&c.name, &tps);
                 if v_tps.is_empty() {
                     continue;

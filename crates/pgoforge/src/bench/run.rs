@@ -22,6 +22,9 @@ use crate::server::{cpu, template, ServerConfig, ServerSpec};
 pub struct Contender {
     pub name: String,
     pub binary: PathBuf,
+    /// A buffer pool size for this contender (a settings sweep); the plan's otherwise.
+    #[serde(default)]
+    pub buffer_pool_mb: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -42,6 +45,33 @@ pub struct Plan {
     pub seed: u64,
     /// Free text recorded with the results (recipe, flags, source hash...).
     pub label: String,
+}
+
+impl Plan {
+    /// The contender `c` is compared with: the first one with the same server settings.
+    pub fn baseline_for(&self, c: &Contender) -> &Contender {
+        self.contenders
+            .iter()
+            .find(|b| b.buffer_pool_mb == c.buffer_pool_mb)
+            .unwrap_or(&self.contenders[0])
+    }
+
+    /// Each contender once per buffer pool size, named `name@bpN`.
+    pub fn sweep_buffer_pool(&mut self, sizes: &[u64]) {
+        if sizes.is_empty() {
+            return;
+        }
+        let base = std::mem::take(&mut self.contenders);
+        for &mb in sizes {
+            for c in &base {
+                self.contenders.push(Contender {
+                    name: format!("{}@bp{mb}", c.name),
+                    binary: c.binary.clone(),
+                    buffer_pool_mb: Some(mb),
+                });
+            }
+        }
+    }
 }
 
 /// One line of results.jsonl.
@@ -202,10 +232,13 @@ pub fn run(
             if cells.is_empty() {
                 continue;
             }
-            let spec = ServerSpec {
+            let mut spec = ServerSpec {
                 binary: c.binary.clone(),
                 ..base_spec.clone()
             };
+            if let Some(mb) = c.buffer_pool_mb {
+                spec.config.buffer_pool_mb = mb;
+            }
             let inst = dir.join("instances").join(format!("r{round}-{}", c.name));
             let _ = fs::remove_dir_all(&inst);
             let mut srv = template::start_copy(&tpl, &spec, &inst)

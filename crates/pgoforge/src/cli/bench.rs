@@ -19,6 +19,7 @@ fn contender(s: &str) -> Result<Contender, String> {
     Ok(Contender {
         name: n.into(),
         binary: PathBuf::from(p),
+        buffer_pool_mb: None,
     })
 }
 
@@ -54,6 +55,9 @@ pub struct BenchArgs {
     table_size: u64,
     #[arg(long = "buffer-pool-mb", default_value_t = 2048)]
     buffer_pool_mb: u64,
+    /// Sweep the buffer pool: run every contender at each size (MiB, comma-separated).
+    #[arg(long = "sweep-buffer-pool-mb", value_delimiter = ',')]
+    sweep_buffer_pool_mb: Vec<u64>,
     /// Do not pin server and client to disjoint CPUs.
     #[arg(long = "no-pin")]
     no_pin: bool,
@@ -73,7 +77,7 @@ pub fn bench_main(a: BenchArgs) -> Result<i32> {
     }
     let mut contenders = vec![a.baseline];
     contenders.extend(a.binaries);
-    let plan = Plan {
+    let mut plan = Plan {
         contenders,
         workloads: a.workloads,
         threads: a.threads,
@@ -90,6 +94,7 @@ pub fn bench_main(a: BenchArgs) -> Result<i32> {
         seed: 2026,
         label: String::new(),
     };
+    plan.sweep_buffer_pool(&a.sweep_buffer_pool_mb);
     std::fs::create_dir_all(&a.work_dir)?;
     let work = std::fs::canonicalize(&a.work_dir)?;
     let dir = match a.run {
