@@ -306,4 +306,35 @@ mod tests {
             "seeded: a resume repeats the order"
         );
     }
+
+    #[test]
+    fn a_buffer_pool_sweep_compares_like_with_like() {
+        let c = |n: &str| Contender {
+            name: n.into(),
+            binary: "/x".into(),
+            buffer_pool_mb: None,
+        };
+        let mut p = Plan {
+            contenders: vec![c("base"), c("pgo")],
+            workloads: vec![TestName::OltpReadOnly],
+            threads: vec![1],
+            rounds: 1,
+            seconds: 1,
+            warmup_seconds: 0,
+            tables: 1,
+            table_size: 10,
+            config: ServerConfig::default(),
+            pin: false,
+            seed: 1,
+            label: String::new(),
+        };
+        p.sweep_buffer_pool(&[512, 2048]);
+        let names: Vec<&str> = p.contenders.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            vec!["base@bp512", "pgo@bp512", "base@bp2048", "pgo@bp2048"]
+        );
+        assert_eq!(p.baseline_for(&p.contenders[3]).name, "base@bp2048");
+        assert_eq!(p.baseline_for(&p.contenders[1]).name, "base@bp512");
+    }
 }
