@@ -25,13 +25,7 @@ pub struct Cell {
     pub warnings: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Environment {
-    pub cpu: String,
-    pub cpus: usize,
-    pub kernel: String,
-    pub server_versions: BTreeMap<String, String>,
-}
+pub use super::run::Environment;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -43,32 +37,18 @@ pub struct Report {
     pub rounds_found: u32,
 }
 
-fn environment(records: &[Record]) -> Environment {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+fn environment(dir: &Path, records: &[Record]) -> Environment {
+    // Recorded when the benchmark ran, so a report made elsewhere still describes the machine it ran on.
+    let mut env: Environment = std::fs::read_to_string(dir.join("environment.json"))
         .ok()
-        .and_then(|c| {
-            c.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|s| s.trim().to_string())
-        })
+        .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_default();
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .unwrap_or_default()
-        .trim()
-        .to_string();
-    let mut server_versions = BTreeMap::new();
     for r in records {
-        server_versions
+        env.server_versions
             .entry(r.contender.clone())
             .or_insert_with(|| r.result.server.version.clone());
     }
-    Environment {
-        cpu,
-        cpus: crate::server::cpu::online(),
-        kernel,
-        server_versions,
-    }
+    env
 }
 
 /// Builds the report of the run in `dir`.
@@ -174,7 +154,7 @@ pub fn build(dir: &Path) -> Result<Report> {
         .collect();
     let rounds_found = records.iter().map(|r| r.round).max().unwrap_or(0);
     Ok(Report {
-        environment: environment(&records),
+        environment: environment(dir, &records),
         plan,
         cells,
         geomeans,
@@ -271,6 +251,25 @@ pub fn markdown(r: &Report) -> String {
             c.p95_ms.median
         );
     }
+    let lat: Vec<String> = r
+        .cells
+        .iter()
+        .filter_map(|c| {
+            c.p95_vs_baseline.as_ref().map(|v| {
+                format!(
+                    "- {} {} {} threads: {} (p = {:.3})",
+                    c.contender, c.workload, c.threads, v.verdict, v.p_value
+                )
+            })
+        })
+        .collect();
+    if !lat.is_empty() {
+        let _ = writeln!(
+            o,
+            "\np95 latency against the baseline:\n\n{}",
+            lat.join("\n")
+        );
+    }
     if !r.geomeans.is_empty() {
         let _ = writeln!(o, "\nGeometric mean of TPS ratios over workloads:\n");
         for (n, t, g) in &r.geomeans {
@@ -296,6 +295,9 @@ pub fn markdown(r: &Report) -> String {
         "\nEnvironment: {} ({} CPUs), kernel {}.",
         e.cpu, e.cpus, e.kernel
     );
+    for (n, b) in &e.builds {
+        let _ = writeln!(o, "- {n}: built by pgoforge: {b}");
+    }
     for (n, v) in &e.server_versions {
         let bin = r
             .plan
