@@ -31,7 +31,8 @@ pub struct Compiler {
     pub profdata: Option<PathBuf>,
 }
 
-fn which(name: &str) -> Option<PathBuf> {
+/// A program by path or by name on PATH.
+pub fn which(name: &str) -> Option<PathBuf> {
     if name.contains('/') {
         let p = PathBuf::from(name);
         return p.is_file().then_some(p);

@@ -82,14 +82,6 @@ pub fn default_jobs() -> usize {
     cores.min(((mem_gb / 1.5) as usize).max(1))
 }
 
-fn which(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join(name))
-            .find(|p| p.is_file())
-    })
-}
-
 /// The last lines of a file.
 fn tail(path: &Path, n: usize) -> String {
     crate::server::tail(path, n)
@@ -234,7 +226,7 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
         .args(&flags.cmake_defs);
     // ccache for builds without instrumentation (it hashes -fprofile-use data itself).
     if v.stage != Stage::PgoGen {
-        if let Some(cc) = which("ccache") {
+        if let Some(cc) = crate::toolchain::which("ccache") {
             configure.arg(format!("-DCMAKE_C_COMPILER_LAUNCHER={}", cc.display()));
             configure.arg(format!("-DCMAKE_CXX_COMPILER_LAUNCHER={}", cc.display()));
         }

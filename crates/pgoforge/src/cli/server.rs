@@ -76,12 +76,7 @@ enum ServerCommand {
 /// The first server binary found in the usual places.
 fn default_binary() -> Result<PathBuf> {
     for name in ["mariadbd", "mysqld"] {
-        if let Some(p) = std::env::var_os("PATH")
-            .into_iter()
-            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-            .map(|d| d.join(name))
-            .find(|p| p.is_file())
-        {
+        if let Some(p) = pgoforge::toolchain::which(name) {
             return Ok(p);
         }
         for d in ["/usr/sbin", "/usr/local/sbin", "/usr/local/mysql/bin"] {
