@@ -339,7 +339,7 @@ fn time_limit_intervals_rate_and_warmup() {
         "measured time {}",
         r.total_time_s
     );
-    assert!((4.0..5.5).contains(&wall), "warm-up + time, wall {wall}");
+    assert!((4.0..10.0).contains(&wall), "warm-up + time, wall {wall}");
     assert_eq!(seen.0, r.intervals.len());
     assert!((2..=3).contains(&r.intervals.len()), "{:?}", r.intervals);
     let iv = &r.intervals[0];
