@@ -335,7 +335,7 @@ fn time_limit_intervals_rate_and_warmup() {
     let wall = t0.elapsed().as_secs_f64();
     assert!(seen.1);
     assert!(
-        (3.0..3.5).contains(&r.total_time_s),
+        (3.0..4.5).contains(&r.total_time_s),
         "measured time {}",
         r.total_time_s
     );
