@@ -331,12 +331,13 @@ fn a_killed_instrumented_server_means_no_profile() {
                 &|_| {},
             )
         });
-        // Find the server once it runs, and kill it as a crash would.
+        // Find the server once it serves (its socket exists), and kill it mid-workload as a crash
+        // would. Generous waits: a loaded machine may take long to bootstrap and start it.
         let mut killed = false;
-        for _ in 0..300 {
+        for _ in 0..1200 {
             std::thread::sleep(Duration::from_millis(100));
-            if let Some(pid) = server_pid_under(&train_dir) {
-                std::thread::sleep(Duration::from_millis(2000));
+            if let Some(pid) = server_pid_under(&train_dir).filter(|_| socket_under(&train_dir)) {
+                std::thread::sleep(Duration::from_millis(1500));
                 // SAFETY: killing the test's own server.
                 unsafe { libc::kill(pid as i32, libc::SIGKILL) };
                 killed = true;
@@ -354,6 +355,14 @@ fn a_killed_instrumented_server_means_no_profile() {
     );
     assert!(!work.path().join("profiles").exists());
     assert!(server_pid_under(&train_dir).is_none());
+}
+
+fn socket_under(dir: &Path) -> bool {
+    fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .any(|e| e.path().join("run/mysqld.sock").exists())
 }
 
 fn server_pid_under(dir: &Path) -> Option<u32> {
