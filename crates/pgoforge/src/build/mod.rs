@@ -55,7 +55,8 @@ pub struct BuildOutput {
     /// Where an instrumented binary writes its profiles.
     pub profile_gen_dir: Option<PathBuf>,
     pub flags: FlagSet,
-    /// Warnings about functions or files without profile data (pgo builds); reported, never hidden.
+    /// Warnings about functions or files without usable profile data (missing, or out of date after
+    /// a source-location change); reported, never hidden.
     pub missing_profile_warnings: u64,
     pub seconds: f64,
     pub jobs: usize,
@@ -290,7 +291,11 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
     let text = fs::read_to_string(&log_path).unwrap_or_default();
     let missing = text
         .lines()
-        .filter(|l| l.contains("[-Wmissing-profile]") || l.contains("[-Wprofile-instr-"))
+        .filter(|l| {
+            l.contains("[-Wmissing-profile]")
+                || l.contains("[-Wcoverage-mismatch]")
+                || l.contains("[-Wprofile-instr-")
+        })
         .count() as u64;
     let out = BuildOutput {
         key,
