@@ -24,7 +24,7 @@ use crate::source::{hex, Source};
 use crate::toolchain::{Compiler, FlagFamily};
 pub use variant::{FlagSet, ProfileInput, Stage, Variant};
 
-/// Bumped when the way flags are made changes, so old cached builds are not reused.
+/// Bumped when the way builds are made changes outside the flags (which are part of the key).
 const FLAG_SCHEME: u32 = 1;
 
 pub struct BuildRequest<'a> {
@@ -135,7 +135,21 @@ fn locate(req: &BuildRequest) -> Result<(String, PathBuf, Option<String>)> {
         cc: &'a Path,
         cc_version: &'a str,
         profile: Option<&'a str>,
+        /// The variant's flags with placeholder paths: a change in how flags are made rebuilds.
+        flags: variant::FlagSet,
     }
+    // The profile's path stands in as a placeholder: its content hash is in the key already.
+    let placeholder = ProfileInput::GccDir(PathBuf::new());
+    let flags = variant::flags(&variant::FlagInputs {
+        variant: v,
+        compiler: req.compiler,
+        pgo_style: req.recipe.build.pgo_style,
+        gen_dir: Path::new("<gen>"),
+        profile: req.profile.map(|_| &placeholder),
+        build_dir: Path::new("<build>"),
+        link_jobs: 0,
+        version_suffix_arg: req.recipe.build.version_suffix_arg.as_deref(),
+    });
     let key_json = serde_json::to_vec(&Key {
         scheme: FLAG_SCHEME,
         source: &req.source.hash,
@@ -144,6 +158,7 @@ fn locate(req: &BuildRequest) -> Result<(String, PathBuf, Option<String>)> {
         cc: &req.compiler.cc,
         cc_version: &req.compiler.version,
         profile: profile_hash.as_deref(),
+        flags,
     })?;
     let key = hex(&Sha256::digest(&key_json))[..16].to_string();
     let name = format!(
@@ -188,6 +203,8 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
     } else {
         default_jobs()
     };
+    // The profile's path stands in as a placeholder: its content hash is in the key already.
+    let placeholder = ProfileInput::GccDir(PathBuf::new());
     let flags = variant::flags(&variant::FlagInputs {
         variant: v,
         compiler: req.compiler,
