@@ -203,8 +203,6 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
     } else {
         default_jobs()
     };
-    // The profile's path stands in as a placeholder: its content hash is in the key already.
-    let placeholder = ProfileInput::GccDir(PathBuf::new());
     let flags = variant::flags(&variant::FlagInputs {
         variant: v,
         compiler: req.compiler,
