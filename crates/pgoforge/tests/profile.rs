@@ -88,6 +88,9 @@ fn gcc_profiles_are_checked_stored_and_refused_when_foreign() {
     let s = check_gcda(&dir, &gen).unwrap();
     assert_eq!(s.files, 4);
     assert!(s.bytes > 0);
+    // gcov-dump of the same GCC counts functions; cold_path never ran, so not all have counts.
+    let (f, w) = (s.functions.unwrap(), s.functions_with_counts.unwrap());
+    assert!(f >= 8 && w >= 5 && w < f, "{f} functions, {w} with counts");
 
     let stored = store(
         work.path(),

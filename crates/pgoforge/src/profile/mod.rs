@@ -177,6 +177,10 @@ pub fn check_gcda(dir: &Path, build: &BuildOutput) -> Result<Summary> {
             );
         }
     }
+    if let Some((f, w)) = gcov_functions(&files, build.compiler.major) {
+        s.functions = Some(f);
+        s.functions_with_counts = Some(w);
+    }
     if foreign.len() * 2 > files.len() {
         bail!(
             "refusing the profile {}: {} of its {} files name objects that build {} does not have (e.g. {}); it belongs to another build",
@@ -188,6 +192,32 @@ pub fn check_gcda(dir: &Path, build: &BuildOutput) -> Result<Summary> {
         );
     }
     Ok(s)
+}
+
+/// Functions in the gcda files and those with non-zero arc counts, read with the gcov-dump of the
+/// same GCC (gcda formats differ between versions); `None` when it is not installed.
+fn gcov_functions(files: &[PathBuf], gcc_major: u32) -> Option<(u64, u64)> {
+    let tool = crate::toolchain::which(&format!("gcov-dump-{gcc_major}"))
+        .or_else(|| crate::toolchain::which("gcov-dump"))?;
+    let (mut functions, mut with_counts, mut pending) = (0u64, 0u64, false);
+    for chunk in files.chunks(200) {
+        let out = Command::new(&tool).arg("-l").args(chunk).output().ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            if line.contains(":FUNCTION ident=") {
+                functions += 1;
+                pending = true;
+            } else if pending && line.contains(":COUNTERS arcs") {
+                if !line.contains("(all zero)") {
+                    with_counts += 1;
+                }
+                pending = false;
+            }
+        }
+    }
+    Some((functions, with_counts))
 }
 
 /// Summarizes and sanity-checks a merged .profdata with the matching llvm-profdata.
