@@ -83,11 +83,6 @@ pub fn default_jobs() -> usize {
     cores.min(((mem_gb / 1.5) as usize).max(1))
 }
 
-/// The last lines of a file.
-fn tail(path: &Path, n: usize) -> String {
-    crate::server::tail(path, n)
-}
-
 /// Where a request's build lives, and its key, without building: (key, directory).
 pub fn plan(req: &BuildRequest) -> Result<(String, PathBuf)> {
     let (key, dir, _) = locate(req)?;
@@ -253,7 +248,7 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
             "configuring {} ({v}) failed; log {}:\n{}",
             req.recipe.name,
             log_path.display(),
-            tail(&log_path, 25)
+            crate::server::tail(&log_path, 25)
         )
     })?;
 
@@ -291,7 +286,7 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
             "building {} ({v}) failed; log {}:\n{}",
             req.recipe.name,
             log_path.display(),
-            tail(&log_path, 30)
+            crate::server::tail(&log_path, 30)
         )
     })?;
 

@@ -290,14 +290,8 @@ pub fn check_profdata(file: &Path, profdata_tool: &Path) -> Result<Summary> {
 
 /// Moves collected profile data into the store under its content hash.
 pub fn store(work_dir: &Path, data: &ProfileInput, kind: Kind, mut meta: Meta) -> Result<Stored> {
-    let hash = match kind {
-        Kind::Fdata => {
-            let mut h = Sha256::new();
-            std::io::copy(&mut File::open(data.path())?, &mut h)?;
-            hex(&h.finalize())
-        }
-        _ => content_hash(data)?,
-    };
+    // A single file (profdata or fdata) or a gcda directory: content_hash covers both.
+    let hash = content_hash(data)?;
     meta.hash = hash.clone();
     let dir = work_dir.join("profiles").join(&hash[..16]);
     if dir.join("meta.json").is_file() {
