@@ -2,6 +2,8 @@
 
 pub mod bench;
 pub mod build;
+pub mod package;
+pub mod pipeline;
 pub mod profile;
 pub mod recipe;
 pub mod server;

@@ -90,6 +90,10 @@ pub struct Recipe {
     pub name: String,
     pub family: Family,
     pub description: String,
+    /// Debian packages the build needs (libraries and tools beyond the compiler), checked and
+    /// installed by `pgoforge run`.
+    #[serde(default)]
+    pub apt_packages: Vec<String>,
     pub source: SourceSpec,
     pub build: BuildSpec,
 }

@@ -4,6 +4,7 @@ mod bench;
 mod build;
 mod oltp;
 mod profile;
+mod run;
 mod server;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -42,6 +43,10 @@ enum Command {
     Bench(Box<bench::BenchArgs>),
     /// Regenerate the reports of a benchmark run from its stored results.
     Report(bench::ReportArgs),
+    /// The whole pipeline: source, builds, training, BOLT, gate, benchmark, report, package.
+    Run(Box<run::RunArgs>),
+    /// Package a variant of a finished run as a tar.zst with its manifest and SHA256SUMS.
+    Package(run::PackageArgs),
 }
 
 /// Runs the command line; the returned value is the process exit status.
@@ -58,6 +63,8 @@ pub fn main() -> anyhow::Result<i32> {
         Command::Gate(args) => profile::gate_main(args),
         Command::Bench(args) => bench::bench_main(*args),
         Command::Report(args) => bench::report_main(args),
+        Command::Run(args) => run::run_main(*args),
+        Command::Package(args) => run::package_main(args),
     }
 }
 

@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 use pgoforge::build::{self, BuildRequest, Variant};
+use pgoforge::pipeline::server_spec;
 use pgoforge::profile::bolt::{self, BoltRequest};
 use pgoforge::profile::gate::{self, GateWorkload};
 use pgoforge::profile::train::{self, Mix, Phases, TrainRequest};
 use pgoforge::recipe::{Recipe, DEFAULT};
-use pgoforge::server::{ServerConfig, ServerSpec};
 use pgoforge::source;
 use pgoforge::toolchain::{Bolt, Compiler};
 
@@ -17,18 +17,20 @@ use pgoforge::toolchain::{Bolt, Compiler};
 pub struct MixArgs {
     /// Training phases: test[@text][:seconds[:threads]], comma-separated.
     #[arg(long)]
-    mix: Option<String>,
+    pub mix: Option<String>,
     /// A short mix (about half a minute) for a first look.
     #[arg(long)]
-    quick: bool,
+    pub quick: bool,
+    /// Tables of the training dataset.
     #[arg(long)]
-    tables: Option<u32>,
+    pub tables: Option<u32>,
+    /// Rows per table of the training dataset.
     #[arg(long = "table-size")]
-    table_size: Option<u64>,
+    pub table_size: Option<u64>,
 }
 
 impl MixArgs {
-    fn mix(&self) -> Mix {
+    pub fn mix(&self) -> Mix {
         let mut m = if self.quick {
             Mix::quick()
         } else {
@@ -47,16 +49,6 @@ impl MixArgs {
             m.table_size = n;
         }
         m
-    }
-}
-
-fn spec_for(buffer_pool_mb: u64) -> ServerSpec {
-    ServerSpec {
-        config: ServerConfig {
-            buffer_pool_mb,
-            ..ServerConfig::default()
-        },
-        ..ServerSpec::new("")
     }
 }
 
@@ -98,7 +90,7 @@ pub fn train_main(a: TrainArgs) -> Result<i32> {
     let stored = train::train(
         &TrainRequest {
             gen: &gen,
-            spec: spec_for(a.buffer_pool_mb),
+            spec: server_spec(a.buffer_pool_mb),
             mix: &mix,
             work_dir: &work,
         },
@@ -160,7 +152,7 @@ pub fn bolt_main(a: BoltArgs) -> Result<i32> {
         &BoltRequest {
             binary: &bin,
             bolt: &b,
-            spec: spec_for(a.buffer_pool_mb),
+            spec: server_spec(a.buffer_pool_mb),
             mix: &mix,
             work_dir: &work,
             flags: a
@@ -212,7 +204,7 @@ pub fn gate_main(a: GateArgs) -> Result<i32> {
         events: a.events,
         ..GateWorkload::default()
     };
-    let sums = gate::gate(&spec_for(512), &a.baseline, &cands, &work, &w)?;
+    let sums = gate::gate(&server_spec(512), &a.baseline, &cands, &work, &w)?;
     for s in &sums {
         let t: Vec<String> = s.tables.iter().map(|(t, v)| format!("{t}={v}")).collect();
         println!("{}: {}", s.binary.display(), t.join(" "));

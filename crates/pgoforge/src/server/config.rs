@@ -49,6 +49,7 @@ pub struct Instance<'a> {
     pub error_log: &'a Path,
     pub tmpdir: &'a Path,
     pub lc_messages_dir: Option<&'a Path>,
+    pub charsets_dir: Option<&'a Path>,
     /// `user=` line, needed when running as root.
     pub os_user: Option<&'a str>,
 }
@@ -68,6 +69,9 @@ impl ServerConfig {
         line("tmpdir", &i.tmpdir.display());
         if let Some(d) = i.lc_messages_dir {
             line("lc-messages-dir", &d.display());
+        }
+        if let Some(d) = i.charsets_dir {
+            line("character-sets-dir", &d.display());
         }
         if let Some(u) = i.os_user {
             line("user", &u);
@@ -130,6 +134,7 @@ mod tests {
             error_log: p,
             tmpdir: p,
             lc_messages_dir: None,
+            charsets_dir: None,
             os_user: Some("root"),
         };
         let cfg = ServerConfig::default();

@@ -19,6 +19,8 @@ pub const MARIADB_BOOTSTRAP_SQL: [&str; 5] = [
 pub struct Layout {
     /// Holds `english/errmsg.sys`.
     pub lc_messages_dir: Option<PathBuf>,
+    /// Holds `Index.xml` and the character set definitions compiled-in sets do not cover.
+    pub charsets_dir: Option<PathBuf>,
     /// Directories searched, in order, for the bootstrap scripts.
     pub sql_dirs: Vec<PathBuf>,
     /// Set when the binary sits in a CMake build tree.
@@ -71,12 +73,17 @@ impl Layout {
             .iter()
             .find(|d| d.join("english/errmsg.sys").is_file())
             .cloned();
+        let charsets_dir = candidates
+            .iter()
+            .map(|d| d.join("charsets"))
+            .find(|d| d.join("Index.xml").is_file());
         let sql_dirs = candidates
             .into_iter()
             .filter(|d| MARIADB_BOOTSTRAP_SQL.iter().any(|f| d.join(f).is_file()))
             .collect();
         Layout {
             lc_messages_dir,
+            charsets_dir,
             sql_dirs,
             build_dir,
         }

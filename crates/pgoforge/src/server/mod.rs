@@ -377,6 +377,7 @@ impl Server {
                 error_log: &paths.error_log,
                 tmpdir: &paths.tmp,
                 lc_messages_dir: layout.lc_messages_dir.as_deref(),
+                charsets_dir: layout.charsets_dir.as_deref(),
                 os_user: Some(&user),
             },
         );

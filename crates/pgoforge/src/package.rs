@@ -1,0 +1,236 @@
+//! The optimized server as a package: `NAME.tar.zst` holding `NAME/bin/<server>` (stripped),
+//! `NAME/share/<family>/` (error messages, character sets, the bootstrap SQL a MariaDB datadir needs),
+//! `NAME/manifest.json` (how it was made and what it measured) and `NAME/SHA256SUMS`.
+//!
+//! The unpacked directory is an installed prefix as `server::Layout` understands one, so
+//! `pgoforge server start --binary NAME/bin/mariadbd` runs it from wherever it was unpacked. The
+//! archive is written under a temporary name and renamed when complete: a `.tar.zst` that exists is
+//! a finished one.
+
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::server::flavor::Flavor;
+use crate::server::Layout;
+use crate::source::sha256_file;
+
+/// A measured gain over the baseline, as the report states it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Gain {
+    pub workload: String,
+    pub threads: u32,
+    /// Throughput ratio to the baseline (1.10 = 10% faster) and its 95% bootstrap CI.
+    pub ratio: f64,
+    pub ci: (f64, f64),
+    pub verdict: String,
+}
+
+/// How the packaged server was made.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub name: String,
+    /// `mariadbd --version` of the packaged binary.
+    pub server_version: String,
+    pub variant: String,
+    pub recipe: String,
+    pub source: String,
+    pub source_hash: String,
+    pub compiler: String,
+    pub cflags: Vec<String>,
+    pub ldflags: Vec<String>,
+    pub cmake_defs: Vec<String>,
+    /// Compiler and BOLT profiles applied, as `kind:hash`.
+    pub profiles: Vec<String>,
+    /// BOLT's flags, when the binary was optimized by BOLT.
+    pub bolt_flags: Vec<String>,
+    pub gains: Vec<Gain>,
+    pub pgoforge_version: String,
+    /// Seconds since the epoch.
+    pub created: u64,
+}
+
+pub struct PackageRequest<'a> {
+    pub binary: &'a Path,
+    /// Where the binary's share files are (see `Layout::discover`).
+    pub layout: &'a Layout,
+    pub manifest: &'a Manifest,
+    pub out_dir: &'a Path,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Package {
+    pub path: PathBuf,
+    pub sha256: String,
+    pub bytes: u64,
+    /// Files inside, SHA256SUMS included.
+    pub files: usize,
+}
+
+/// The name the server binary goes by inside the package (`mariadbd.bolt` is a `mariadbd`).
+fn installed_name(binary: &Path) -> String {
+    let n = binary
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "mysqld".into());
+    n.strip_suffix(".bolt").map(str::to_string).unwrap_or(n)
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    for e in fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let e = e?;
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if e.file_type()?.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else {
+            fs::copy(&src, &dst)
+                .with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Every regular file under `root`, relative to it, sorted.
+fn files_under(root: &Path) -> Result<Vec<PathBuf>> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+        for e in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+            let e = e?;
+            if e.file_type()?.is_dir() {
+                walk(root, &e.path(), out)?;
+            } else {
+                out.push(e.path().strip_prefix(root)?.to_path_buf());
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(root, root, &mut out)?;
+    out.sort();
+    Ok(out)
+}
+
+/// Lays out, checksums and archives the server; returns the finished archive.
+pub fn package(req: &PackageRequest) -> Result<Package> {
+    let m = req.manifest;
+    if m.name.is_empty() || m.name.contains(['/', ' ']) {
+        bail!(
+            "package name '{}' must be non-empty without spaces or slashes",
+            m.name
+        );
+    }
+    let flavor = Flavor::detect(req.binary)
+        .with_context(|| format!("packaging {}", req.binary.display()))?;
+    let Some(messages) = &req.layout.lc_messages_dir else {
+        bail!(
+            "cannot package {}: its error messages (english/errmsg.sys) were not found; \
+             package a finished build or an installed server",
+            req.binary.display()
+        );
+    };
+    fs::create_dir_all(req.out_dir)
+        .with_context(|| format!("creating {}", req.out_dir.display()))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".package-")
+        .tempdir_in(req.out_dir)
+        .with_context(|| format!("making a staging directory in {}", req.out_dir.display()))?;
+    let root = staging.path().join(&m.name);
+    let family_dir = if flavor.family.is_mysql_like() {
+        "mysql"
+    } else {
+        "mariadb"
+    };
+    let share = root.join("share").join(family_dir);
+    let bin_dir = root.join("bin");
+    fs::create_dir_all(&bin_dir)?;
+    let bin = bin_dir.join(installed_name(req.binary));
+    let strip = Command::new("strip")
+        .arg("--strip-all")
+        .arg("-o")
+        .arg(&bin)
+        .arg(req.binary)
+        .output()
+        .context("running strip (apt-get install binutils)")?;
+    if !strip.status.success() {
+        bail!(
+            "strip {} failed: {}",
+            req.binary.display(),
+            String::from_utf8_lossy(&strip.stderr).trim()
+        );
+    }
+    // Only the language directories: a build tree's sql/share also holds CMake leftovers.
+    for e in fs::read_dir(messages).with_context(|| format!("reading {}", messages.display()))? {
+        let e = e?;
+        if e.path().join("errmsg.sys").is_file() {
+            copy_tree(&e.path(), &share.join(e.file_name()))?;
+        }
+    }
+    if let Some(cs) = &req.layout.charsets_dir {
+        copy_tree(cs, &share.join("charsets"))?;
+    }
+    if !flavor.family.is_mysql_like() {
+        for s in req.layout.bootstrap_scripts(req.binary)? {
+            let name = s.file_name().expect("a script path ends in a file name");
+            fs::copy(&s, share.join(name)).with_context(|| format!("copying {}", s.display()))?;
+        }
+    }
+    fs::write(
+        root.join("manifest.json"),
+        serde_json::to_string_pretty(m)? + "\n",
+    )?;
+    let files = files_under(&root)?;
+    let mut sums = String::new();
+    for f in &files {
+        sums += &format!("{}  {}\n", sha256_file(&root.join(f))?, f.display());
+    }
+    fs::write(root.join("SHA256SUMS"), sums)?;
+
+    let path = req.out_dir.join(format!("{}.tar.zst", m.name));
+    let tmp = req.out_dir.join(format!(".{}.tar.zst.tmp", m.name));
+    {
+        let file = File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        let enc = zstd::Encoder::new(BufWriter::new(file), 12)?;
+        let mut tar = tar::Builder::new(enc);
+        tar.mode(tar::HeaderMode::Deterministic);
+        tar.follow_symlinks(false);
+        tar.append_dir_all(&m.name, &root)
+            .with_context(|| format!("archiving into {}", tmp.display()))?;
+        let enc = tar.into_inner()?;
+        let mut w = enc.finish()?;
+        w.flush()?;
+        w.into_inner()
+            .map_err(|e| e.into_error())?
+            .sync_all()
+            .with_context(|| format!("writing {}", tmp.display()))?;
+    }
+    fs::rename(&tmp, &path).with_context(|| format!("renaming to {}", path.display()))?;
+    let sha256 = sha256_file(&path)?;
+    fs::write(
+        req.out_dir.join(format!("{}.tar.zst.sha256", m.name)),
+        format!("{sha256}  {}.tar.zst\n", m.name),
+    )?;
+    Ok(Package {
+        bytes: fs::metadata(&path)?.len(),
+        path,
+        sha256,
+        files: files.len() + 1,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bolted_binaries_keep_the_server_name() {
+        assert_eq!(
+            installed_name(Path::new("/b/sql/mariadbd.bolt")),
+            "mariadbd"
+        );
+        assert_eq!(installed_name(Path::new("/b/mysqld")), "mysqld");
+    }
+}

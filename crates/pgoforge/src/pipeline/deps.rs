@@ -1,0 +1,199 @@
+//! What a run needs installed, what is missing, and the apt command that fixes it.
+//!
+//! Tools are checked by running them (any distribution); the recipe's library packages by
+//! `dpkg-query`, which only Debian-like systems have — elsewhere they are reported as unchecked
+//! and CMake's configure step will name what is missing.
+
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::recipe::{Recipe, SourceSpec};
+use crate::toolchain::which;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Missing {
+    /// A command or a package name.
+    pub what: String,
+    /// The apt package that provides it.
+    pub package: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Check {
+    pub missing: Vec<Missing>,
+    /// Set when library packages could not be checked (no dpkg-query).
+    pub unchecked: Vec<String>,
+}
+
+impl Check {
+    pub fn packages(&self) -> Vec<String> {
+        let mut p: Vec<String> = self.missing.iter().map(|m| m.package.clone()).collect();
+        p.sort();
+        p.dedup();
+        p
+    }
+
+    /// The exact command that installs what is missing.
+    pub fn command(&self) -> String {
+        format!(
+            "apt-get update && apt-get install -y --no-install-recommends {}",
+            self.packages().join(" ")
+        )
+    }
+}
+
+/// The apt packages that give a compiler named as `pgoforge build --compiler` takes it.
+fn compiler_packages(spec: &str) -> Vec<(String, String)> {
+    let tool = |c: &str, p: &str| (c.to_string(), p.to_string());
+    if spec == "gcc" {
+        return vec![tool("gcc", "gcc"), tool("g++", "g++")];
+    }
+    if let Some(n) = spec.strip_prefix("gcc-") {
+        return vec![
+            tool(spec, &format!("gcc-{n}")),
+            tool(&format!("g++-{n}"), &format!("g++-{n}")),
+        ];
+    }
+    let major = if spec == "clang" {
+        Some("16")
+    } else {
+        spec.strip_prefix("clang-")
+    };
+    match major {
+        Some(n) => vec![
+            tool(&format!("clang-{n}"), &format!("clang-{n}")),
+            tool(&format!("llvm-profdata-{n}"), &format!("llvm-{n}")),
+            tool(&format!("ld.lld-{n}"), &format!("lld-{n}")),
+        ],
+        // A compiler given by path is the user's to install.
+        None => Vec::new(),
+    }
+}
+
+fn dpkg_installed(pkg: &str) -> Option<bool> {
+    let out = Command::new("dpkg-query")
+        .args(["-W", "-f=${db:Status-Status}", pkg])
+        .output()
+        .ok()?;
+    Some(out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "installed")
+}
+
+/// Checks what a run of `recipe` with `compiler` needs (BOLT when `bolt`).
+pub fn check(recipe: &Recipe, compiler: &str, bolt: bool) -> Check {
+    let mut tools: Vec<(String, String)> = [
+        ("cmake", "cmake"),
+        ("make", "make"),
+        ("strip", "binutils"),
+        ("pkg-config", "pkg-config"),
+    ]
+    .iter()
+    .map(|(c, p)| (c.to_string(), p.to_string()))
+    .collect();
+    if matches!(recipe.source, SourceSpec::Debian { .. }) {
+        tools.push(("dpkg-source".into(), "dpkg-dev".into()));
+    }
+    tools.extend(compiler_packages(compiler));
+    let mut c = Check::default();
+    for (cmd, pkg) in tools {
+        if which(&cmd).is_none() {
+            c.missing.push(Missing {
+                what: cmd,
+                package: pkg,
+            });
+        }
+    }
+    if bolt && crate::toolchain::Bolt::find().is_none() {
+        c.missing.push(Missing {
+            what: "llvm-bolt".into(),
+            package: "bolt-22".into(),
+        });
+    }
+    for pkg in &recipe.apt_packages {
+        match dpkg_installed(pkg) {
+            Some(true) => {}
+            Some(false) => c.missing.push(Missing {
+                what: pkg.clone(),
+                package: pkg.clone(),
+            }),
+            None => c.unchecked.push(pkg.clone()),
+        }
+    }
+    c
+}
+
+/// Installs the missing packages with apt (as root, or through sudo).
+pub fn install(c: &Check) -> Result<()> {
+    let pkgs = c.packages();
+    if pkgs.is_empty() {
+        return Ok(());
+    }
+    let root = unsafe { libc::geteuid() } == 0;
+    let sudo = |prog: &str| {
+        if root {
+            Command::new(prog)
+        } else {
+            let mut s = Command::new("sudo");
+            s.arg(prog);
+            s
+        }
+    };
+    let st = sudo("apt-get")
+        .args(["update", "-q"])
+        .status()
+        .context("running apt-get update")?;
+    if !st.success() {
+        bail!(
+            "apt-get update failed ({st}); fix the package sources, then run: {}",
+            c.command()
+        );
+    }
+    let st = sudo("apt-get")
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .args(["install", "-y", "-q", "--no-install-recommends"])
+        .args(&pkgs)
+        .status()
+        .context("running apt-get install")?;
+    if !st.success() {
+        bail!(
+            "apt-get install failed ({st}); the command was: {}",
+            c.command()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compilers_map_to_their_packages() {
+        let p = |s| {
+            compiler_packages(s)
+                .into_iter()
+                .map(|(_, p)| p)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(p("gcc"), ["gcc", "g++"]);
+        assert_eq!(p("clang"), ["clang-16", "llvm-16", "lld-16"]);
+        assert_eq!(p("clang-19"), ["clang-19", "llvm-19", "lld-19"]);
+        assert!(p("/opt/icx/bin/icx").is_empty());
+    }
+
+    #[test]
+    fn the_default_recipe_is_satisfied_here() {
+        // CI installs the default recipe's build dependencies (scripts/install-test-deps.sh).
+        let r = Recipe::load(crate::recipe::DEFAULT).unwrap();
+        let c = check(&r, "gcc", true);
+        assert!(c.missing.is_empty(), "missing: {:?}", c.missing);
+        let mut r = r;
+        r.apt_packages.push("pgoforge-no-such-package".into());
+        let c = check(&r, "gcc", true);
+        assert_eq!(c.packages(), ["pgoforge-no-such-package"]);
+        assert!(c
+            .command()
+            .ends_with("--no-install-recommends pgoforge-no-such-package"));
+    }
+}

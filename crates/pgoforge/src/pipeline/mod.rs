@@ -1,0 +1,564 @@
+//! `pgoforge run`: every stage in one pipeline — source, baseline, pgo-gen, training, the optimized
+//! builds, BOLT, the correctness gate, the benchmark, the report and the package of the variant that
+//! measurably wins.
+//!
+//! Builds are cached by their own keys; the other stages are recorded in the run state
+//! (`state.rs`), so a rerun after Ctrl-C, a crash or a reboot continues from the last finished
+//! stage, and a rerun with nothing changed only regenerates the report.
+
+pub mod deps;
+pub mod state;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use oltp::settings::TestName;
+use serde::{Deserialize, Serialize};
+
+use crate::bench::report::{self, Report};
+use crate::bench::run::{self as bench_run, Contender, Plan};
+use crate::build::{self, BuildOutput, BuildRequest, ProfileInput, Stage, Variant};
+use crate::package::{self, Gain, Manifest, Package, PackageRequest};
+use crate::profile::bolt::{self, BoltOutput, BoltRequest};
+use crate::profile::gate::{self, Checksums, GateWorkload};
+use crate::profile::train::{self, Mix, TrainRequest};
+use crate::profile::{check_belongs, Stored};
+use crate::recipe::Recipe;
+use crate::server::{Flavor, Layout, ServerConfig, ServerSpec};
+use crate::source::{self, Source};
+use crate::toolchain::{Bolt, Compiler};
+use state::{human, inputs_hash, StageTiming, Tracker};
+
+/// The benchmark part of a run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BenchSettings {
+    pub workloads: Vec<TestName>,
+    pub threads: Vec<u32>,
+    pub rounds: u32,
+    pub seconds: u64,
+    pub warmup_seconds: u64,
+    pub tables: u32,
+    pub table_size: u64,
+    pub buffer_pool_mb: u64,
+}
+
+pub struct Options<'a> {
+    pub recipe: &'a Recipe,
+    pub source: Option<String>,
+    pub sha256: Option<String>,
+    pub compiler: &'a Compiler,
+    /// The variants compared with the baseline.
+    pub variants: Vec<Variant>,
+    /// A trained profile to use instead of building and training pgo-gen.
+    pub profile: Option<PathBuf>,
+    pub mix: Mix,
+    pub bench: BenchSettings,
+    pub bolt_flags: Option<Vec<String>>,
+    pub work_dir: PathBuf,
+    pub package: bool,
+    pub show_progress: bool,
+}
+
+/// A binary in the comparison and how it was made.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Built {
+    /// The contender's name in the benchmark (`pgo+bolt`, `pgo-prebolt`, ...).
+    pub name: String,
+    pub binary: PathBuf,
+    pub build: BuildOutput,
+    pub bolt: Option<BoltOutput>,
+}
+
+impl Built {
+    /// What distinguishes this binary from any other at the same path.
+    fn identity(&self) -> String {
+        match &self.bolt {
+            Some(b) => format!("{}+bolt:{}", self.build.key, b.profile.meta.hash),
+            None => self.build.key.clone(),
+        }
+    }
+}
+
+/// What a run produced; also written to `WORK/run.json` for `pgoforge package`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Outcome {
+    pub recipe: String,
+    pub source: Source,
+    pub contenders: Vec<Built>,
+    pub profile: Option<Stored>,
+    pub run_dir: PathBuf,
+    /// The contender that measurably beat the baseline with the best geometric mean, if any.
+    pub winner: Option<String>,
+    pub package: Option<Package>,
+    pub warnings: Vec<String>,
+    pub timings: Vec<StageTiming>,
+}
+
+pub fn outcome_path(work: &Path) -> PathBuf {
+    work.join("run.json")
+}
+
+impl Outcome {
+    pub fn load(work: &Path) -> Result<Outcome> {
+        let p = outcome_path(work);
+        let text = fs::read_to_string(&p).with_context(|| {
+            format!(
+                "{} has no finished run ({} is missing); run `pgoforge run --work-dir {}` first",
+                work.display(),
+                p.display(),
+                work.display()
+            )
+        })?;
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))
+    }
+
+    fn save(&self, work: &Path) -> Result<()> {
+        let p = outcome_path(work);
+        let tmp = p.with_extension("json.tmp");
+        fs::write(&tmp, serde_json::to_string_pretty(self)?)?;
+        fs::rename(&tmp, &p).with_context(|| format!("writing {}", p.display()))
+    }
+}
+
+/// The server settings training, BOLT and the gate run with (the binary is filled in per use).
+pub fn server_spec(buffer_pool_mb: u64) -> ServerSpec {
+    ServerSpec {
+        config: ServerConfig {
+            buffer_pool_mb,
+            ..ServerConfig::default()
+        },
+        ..ServerSpec::new("")
+    }
+}
+
+/// Runs `f`, recording its time under `name` in the tracker's timings (builds are cached by
+/// their own keys, so they need no state record).
+fn timed<T>(
+    t: &mut Tracker,
+    log: &dyn Fn(&str),
+    name: &str,
+    f: impl FnOnce() -> Result<(T, bool)>,
+) -> Result<T> {
+    log(&format!("{name}: running"));
+    let t0 = Instant::now();
+    let (out, reused) = f().with_context(|| format!("stage {name} failed"))?;
+    let seconds = t0.elapsed().as_secs_f64();
+    log(&format!(
+        "{name}: {} {}",
+        if reused { "cached," } else { "done in" },
+        human(seconds)
+    ));
+    t.timings.push(StageTiming {
+        stage: name.into(),
+        seconds,
+        work_seconds: seconds,
+        reused,
+    });
+    Ok(out)
+}
+
+/// The contender that measurably wins: faster with significance in at least one cell, slower with
+/// significance in none; the best geometric mean among those.
+pub fn winner(r: &Report) -> Option<String> {
+    let mut best: Option<(f64, String)> = None;
+    for c in r.plan.contenders.iter().skip(1) {
+        let cells: Vec<_> = r.cells.iter().filter(|x| x.contender == c.name).collect();
+        let cmp: Vec<_> = cells
+            .iter()
+            .filter_map(|x| x.tps_vs_baseline.as_ref())
+            .collect();
+        let faster = cmp.iter().any(|k| k.significant && k.ratio > 1.0);
+        let slower = cmp.iter().any(|k| k.significant && k.ratio < 1.0);
+        if !faster || slower {
+            continue;
+        }
+        let g: Vec<f64> = r
+            .geomeans
+            .iter()
+            .filter(|(n, _, _)| *n == c.name)
+            .map(|(_, _, g)| *g)
+            .collect();
+        let score = crate::bench::stats::geomean(&g);
+        if best.as_ref().is_none_or(|(s, _)| score > *s) {
+            best = Some((score, c.name.clone()));
+        }
+    }
+    best.map(|(_, n)| n)
+}
+
+/// The gains of `name` over the baseline, cell by cell.
+pub fn gains(r: &Report, name: &str) -> Vec<Gain> {
+    r.cells
+        .iter()
+        .filter(|c| c.contender == name)
+        .filter_map(|c| {
+            let k = c.tps_vs_baseline.as_ref()?;
+            Some(Gain {
+                workload: c.workload.clone(),
+                threads: c.threads,
+                ratio: k.ratio,
+                ci: k.ratio_ci95,
+                verdict: k.verdict.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Packages contender `name` of a finished run into `WORK/packages/`.
+pub fn package_contender(
+    work: &Path,
+    outcome: &Outcome,
+    report: Option<&Report>,
+    name: &str,
+) -> Result<Package> {
+    let Some(c) = outcome.contenders.iter().find(|c| c.name == name) else {
+        let names: Vec<&str> = outcome.contenders.iter().map(|c| c.name.as_str()).collect();
+        bail!(
+            "no variant '{name}' in the run in {}; it has: {}",
+            work.display(),
+            names.join(", ")
+        );
+    };
+    if !c.binary.is_file() {
+        bail!(
+            "{} is gone; rerun `pgoforge run` to rebuild it",
+            c.binary.display()
+        );
+    }
+    let flavor = Flavor::detect(&c.binary)?;
+    let layout = Layout::discover(&c.binary, None, Some(&outcome.source.dir));
+    let mut profiles = Vec::new();
+    if let Some(h) = &c.build.profile_hash {
+        profiles.push(format!("compiler:{h}"));
+    }
+    if let Some(b) = &c.bolt {
+        profiles.push(format!("bolt:{}", b.profile.meta.hash));
+    }
+    let version = format!("{}.{}.{}", flavor.major, flavor.minor, flavor.patch);
+    let family = format!("{:?}", flavor.family).to_lowercase();
+    let manifest = Manifest {
+        name: format!("{family}-{version}-{}-{}", c.name, c.build.compiler.label()),
+        server_version: flavor.version.clone(),
+        variant: c.name.clone(),
+        recipe: outcome.recipe.clone(),
+        source: outcome.source.origin.clone(),
+        source_hash: outcome.source.hash.clone(),
+        compiler: c.build.compiler.version.clone(),
+        cflags: c.build.flags.cflags.clone(),
+        ldflags: c.build.flags.ldflags.clone(),
+        cmake_defs: c.build.flags.cmake_defs.clone(),
+        profiles,
+        bolt_flags: c.bolt.as_ref().map(|b| b.flags.clone()).unwrap_or_default(),
+        gains: report.map(|r| gains(r, name)).unwrap_or_default(),
+        pgoforge_version: env!("CARGO_PKG_VERSION").into(),
+        created: crate::profile::now_secs(),
+    };
+    package::package(&PackageRequest {
+        binary: &c.binary,
+        layout: &layout,
+        manifest: &manifest,
+        out_dir: &work.join("packages"),
+    })
+}
+
+/// Runs the whole pipeline.
+pub fn run(o: &Options, log: &dyn Fn(&str)) -> Result<Outcome> {
+    if o.variants.is_empty() {
+        bail!("no variants to compare with the baseline");
+    }
+    if o.variants.iter().any(|v| v.stage == Stage::PgoGen) {
+        bail!("pgo-gen is the instrumented build used for training, not a variant to compare; choose from pgo, pgo+lto, lto (each optionally +bolt)");
+    }
+    fs::create_dir_all(&o.work_dir)
+        .with_context(|| format!("creating {}", o.work_dir.display()))?;
+    let work = fs::canonicalize(&o.work_dir)?;
+    let mut t = Tracker::open(&work, log)?;
+    let mut warnings = Vec::new();
+    let bolt_tool = if o.variants.iter().any(|v| v.bolt_ready) {
+        Some(Bolt::find().context("a +bolt variant needs llvm-bolt: apt-get install bolt-22")?)
+    } else {
+        None
+    };
+
+    let src = timed(&mut t, log, "source", || {
+        Ok((
+            source::fetch(o.recipe, o.source.as_deref(), o.sha256.as_deref(), &work)?,
+            false,
+        ))
+    })?;
+    let build_one =
+        |variant: Variant, profile: Option<&ProfileInput>| -> Result<(BuildOutput, bool)> {
+            let b = build::build(&BuildRequest {
+                recipe: o.recipe,
+                source: &src,
+                variant,
+                compiler: o.compiler,
+                profile,
+                work_dir: &work,
+                jobs: 0,
+                show_progress: o.show_progress,
+            })?;
+            let cached = b.cached;
+            Ok((b, cached))
+        };
+    let baseline_variant: Variant = "baseline".parse().expect("valid");
+    let baseline = timed(&mut t, log, "build baseline", || {
+        build_one(baseline_variant, None)
+    })?;
+
+    // The compiler profile: given, or trained on the instrumented build.
+    let needs_profile = o.variants.iter().any(Variant::needs_profile);
+    let profile: Option<(ProfileInput, Option<Stored>)> = if !needs_profile {
+        None
+    } else if let Some(p) = &o.profile {
+        let p = fs::canonicalize(p).with_context(|| format!("--profile {}", p.display()))?;
+        let stored = p.parent().and_then(|d| Stored::load(d).ok());
+        if let Some(s) = &stored {
+            check_belongs(s, &src.hash, &o.compiler.label())?;
+        }
+        let input = if p.is_dir() {
+            ProfileInput::GccDir(p)
+        } else {
+            ProfileInput::Profdata(p)
+        };
+        Some((input, stored))
+    } else {
+        let gen_variant: Variant = "pgo-gen".parse().expect("valid");
+        let gen = timed(&mut t, log, "build pgo-gen", || {
+            build_one(gen_variant, None)
+        })?;
+        let stored = t.stage(
+            "train",
+            &(&gen.key, &o.mix, o.bench.buffer_pool_mb),
+            |s: &Stored| s.data().exists(),
+            || {
+                train::train(
+                    &TrainRequest {
+                        gen: &gen,
+                        spec: server_spec(o.bench.buffer_pool_mb),
+                        mix: &o.mix,
+                        work_dir: &work,
+                    },
+                    log,
+                )
+            },
+        )?;
+        log(&format!(
+            "train: profile {} ({} files, {} bytes)",
+            stored.dir.display(),
+            stored.meta.summary.files,
+            stored.meta.summary.bytes
+        ));
+        Some((stored.input(), Some(stored)))
+    };
+
+    let mut contenders = vec![Built {
+        name: "baseline".into(),
+        binary: baseline.binary.clone(),
+        build: baseline.clone(),
+        bolt: None,
+    }];
+    for &v in &o.variants {
+        let input = if v.needs_profile() {
+            profile.as_ref().map(|(i, _)| i)
+        } else {
+            None
+        };
+        let b = timed(&mut t, log, &format!("build {v}"), || build_one(v, input))?;
+        if v.needs_profile() && b.missing_profile_warnings > 0 {
+            warnings.push(format!(
+                "{v}: {} missing-profile warnings (functions or files without profile data); log {}",
+                b.missing_profile_warnings,
+                b.log.display()
+            ));
+        }
+        if !v.bolt_ready {
+            contenders.push(Built {
+                name: v.to_string(),
+                binary: b.binary.clone(),
+                build: b,
+                bolt: None,
+            });
+            continue;
+        }
+        let plain = Variant {
+            bolt_ready: false,
+            ..v
+        };
+        if !o.variants.contains(&plain) {
+            // The bolt-ready build stands in for the plain variant (same code, relocations kept,
+            // no hot/cold splitting), so BOLT's own share of the gain shows.
+            contenders.push(Built {
+                name: format!("{plain}-prebolt"),
+                binary: b.binary.clone(),
+                build: b.clone(),
+                bolt: None,
+            });
+        }
+        let bolt_tool = bolt_tool.as_ref().expect("found above");
+        let bolted = t.stage(
+            &format!("bolt {v}"),
+            &(&b.key, &o.mix, &o.bolt_flags, &bolt_tool.llvm_bolt),
+            |x: &BoltOutput| x.binary.is_file(),
+            || {
+                bolt::optimize(
+                    &BoltRequest {
+                        binary: &b.binary,
+                        bolt: bolt_tool,
+                        spec: server_spec(o.bench.buffer_pool_mb),
+                        mix: &o.mix,
+                        work_dir: &work,
+                        flags: o.bolt_flags.clone(),
+                        source_hash: src.hash.clone(),
+                        build_key: b.key.clone(),
+                    },
+                    log,
+                )
+            },
+        );
+        match bolted {
+            Ok(x) => {
+                if let Some(c) = &x.coverage {
+                    log(&format!("bolt {v}: {c}"));
+                }
+                contenders.push(Built {
+                    name: v.to_string(),
+                    binary: x.binary.clone(),
+                    build: b,
+                    bolt: Some(x),
+                })
+            }
+            Err(e) => {
+                // BOLT failing leaves the unBOLTed build usable: compare that one.
+                let msg = format!("{v}: BOLT failed, compared without it: {e:#}");
+                log(&msg);
+                warnings.push(msg);
+                if o.variants.contains(&plain) {
+                    continue;
+                }
+            }
+        }
+    }
+
+    let identities: Vec<(String, String)> = contenders
+        .iter()
+        .map(|c| (c.name.clone(), c.identity()))
+        .collect();
+    t.stage(
+        "gate",
+        &identities,
+        |_: &Vec<Checksums>| true,
+        || {
+            let cands: Vec<(String, PathBuf)> = contenders[1..]
+                .iter()
+                .map(|c| (c.name.clone(), c.binary.clone()))
+                .collect();
+            let sums = gate::gate(
+                &server_spec(512),
+                &baseline.binary,
+                &cands,
+                &work,
+                &GateWorkload::default(),
+            )?;
+            log(&format!(
+                "gate: {} binaries leave the baseline's checksums",
+                cands.len()
+            ));
+            Ok(sums)
+        },
+    )?;
+
+    let b = &o.bench;
+    let plan = Plan {
+        contenders: contenders
+            .iter()
+            .map(|c| Contender {
+                name: c.name.clone(),
+                binary: c.binary.clone(),
+                buffer_pool_mb: None,
+            })
+            .collect(),
+        workloads: b.workloads.clone(),
+        threads: b.threads.clone(),
+        rounds: b.rounds,
+        seconds: b.seconds,
+        warmup_seconds: b.warmup_seconds,
+        tables: b.tables,
+        table_size: b.table_size,
+        config: ServerConfig {
+            buffer_pool_mb: b.buffer_pool_mb,
+            ..ServerConfig::default()
+        },
+        pin: true,
+        seed: 2026,
+        // The binaries' identities: a rebuilt binary at the same path is a new benchmark.
+        label: format!(
+            "recipe {} source {} {}",
+            o.recipe.name,
+            &src.hash[..12.min(src.hash.len())],
+            identities
+                .iter()
+                .map(|(n, i)| format!("{n}={i}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+    };
+    let run_dir = work
+        .join("runs")
+        .join(format!("run-{}", inputs_hash(&plan)?));
+    let run_dir = t.stage(
+        "bench",
+        &plan,
+        |d: &PathBuf| report::build(d).is_ok(),
+        || {
+            // Resuming is always right here: the directory is named by the plan's hash.
+            bench_run::run(&plan, &work, &run_dir, true, log)?;
+            Ok(run_dir.clone())
+        },
+    )?;
+    let rep = timed(&mut t, log, "report", || {
+        let r = report::build(&run_dir)?;
+        report::write_all(&run_dir, &r)?;
+        Ok((r, false))
+    })?;
+    let win = winner(&rep);
+    let mut outcome = Outcome {
+        recipe: o.recipe.name.clone(),
+        source: src.clone(),
+        contenders,
+        profile: profile.and_then(|(_, s)| s),
+        run_dir: run_dir.clone(),
+        winner: win.clone(),
+        package: None,
+        warnings,
+        timings: Vec::new(),
+    };
+    outcome.save(&work)?;
+    match (&win, o.package) {
+        (Some(w), true) => {
+            let c = outcome
+                .contenders
+                .iter()
+                .find(|c| &c.name == w)
+                .expect("the winner is a contender");
+            let pkg = t.stage(
+                "package",
+                &(c.identity(), &run_dir),
+                |p: &Package| p.path.is_file(),
+                || package_contender(&work, &outcome, Some(&rep), w),
+            )?;
+            outcome.package = Some(pkg);
+        }
+        (None, true) => {
+            let msg = "no variant measurably beat the baseline; nothing packaged (`pgoforge package NAME` packages one anyway)".to_string();
+            log(&msg);
+            outcome.warnings.push(msg);
+        }
+        _ => {}
+    }
+    outcome.timings = t.timings.clone();
+    outcome.save(&work)?;
+    Ok(outcome)
+}

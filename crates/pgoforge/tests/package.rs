@@ -1,0 +1,212 @@
+//! Packages of Debian's mariadbd: the tarball unpacks elsewhere, its checksums verify, and the
+//! server starts from the unpacked directory; bad input leaves nothing behind. `pgoforge run` and
+//! `pgoforge package` usage errors.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use pgoforge::package::{package, Gain, Manifest, PackageRequest};
+use pgoforge::server::{alive, Layout, Server, ServerSpec};
+
+const MARIADBD: &str = "/usr/sbin/mariadbd";
+
+fn manifest(name: &str) -> Manifest {
+    Manifest {
+        name: name.into(),
+        server_version: String::new(),
+        variant: "pgo".into(),
+        recipe: "mariadb-10.11".into(),
+        source: "test".into(),
+        source_hash: "00".into(),
+        compiler: "gcc".into(),
+        cflags: vec!["-fprofile-use=/x".into()],
+        ldflags: vec![],
+        cmake_defs: vec![],
+        profiles: vec!["compiler:abc".into()],
+        bolt_flags: vec![],
+        gains: vec![Gain {
+            workload: "oltp_point_select".into(),
+            threads: 4,
+            ratio: 1.1,
+            ci: (1.05, 1.15),
+            verdict: "faster".into(),
+        }],
+        pgoforge_version: "0".into(),
+        created: 0,
+    }
+}
+
+fn leftovers(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_package_unpacks_verifies_and_starts_elsewhere() {
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("packages");
+    let bin = Path::new(MARIADBD);
+    let layout = Layout::discover(bin, None, None);
+    let p = package(&PackageRequest {
+        binary: bin,
+        layout: &layout,
+        manifest: &manifest("mariadb-test-pgo"),
+        out_dir: &out,
+    })
+    .unwrap();
+    assert_eq!(p.path, out.join("mariadb-test-pgo.tar.zst"));
+    assert!(p.files >= 8, "{p:?}");
+    let mut names = leftovers(&out);
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "mariadb-test-pgo.tar.zst",
+            "mariadb-test-pgo.tar.zst.sha256"
+        ]
+    );
+    let side = fs::read_to_string(out.join("mariadb-test-pgo.tar.zst.sha256")).unwrap();
+    assert!(side.starts_with(&p.sha256));
+
+    // A standard tarball: the system tar with zstd unpacks it.
+    let dest = t.path().join("elsewhere");
+    fs::create_dir_all(&dest).unwrap();
+    let st = Command::new("tar")
+        .args(["--zstd", "-xf"])
+        .arg(&p.path)
+        .arg("-C")
+        .arg(&dest)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let root = dest.join("mariadb-test-pgo");
+    let sums = Command::new("sha256sum")
+        .args(["--quiet", "-c", "SHA256SUMS"])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(
+        sums.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sums.stdout)
+    );
+    let listed = fs::read_to_string(root.join("SHA256SUMS")).unwrap();
+    for f in [
+        "bin/mariadbd",
+        "manifest.json",
+        "share/mariadb/english/errmsg.sys",
+        "share/mariadb/charsets/Index.xml",
+        "share/mariadb/mysql_system_tables.sql",
+    ] {
+        assert!(
+            listed.contains(&format!("  {f}\n")),
+            "{f} not in SHA256SUMS"
+        );
+    }
+    let m: Manifest =
+        serde_json::from_str(&fs::read_to_string(root.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m.gains[0].ratio, 1.1);
+    let sections = Command::new("readelf")
+        .args(["-S", "-W"])
+        .arg(root.join("bin/mariadbd"))
+        .output()
+        .unwrap();
+    let sections = String::from_utf8_lossy(&sections.stdout);
+    assert!(sections.contains(".text"));
+    assert!(
+        !sections.contains(".symtab") && !sections.contains(".debug_info"),
+        "not stripped"
+    );
+
+    // The unpacked directory is a prefix the server module runs from; nothing points back at /usr.
+    let mut spec = ServerSpec::new(root.join("bin/mariadbd"));
+    spec.config.buffer_pool_mb = 128;
+    spec.config.redo_log_mb = 32;
+    let mut srv = Server::create(&spec, &t.path().join("inst")).unwrap();
+    let cnf = fs::read_to_string(t.path().join("inst/my.cnf")).unwrap_or_default();
+    let mut conn = srv.state.root().unwrap();
+    assert!(conn
+        .query_value("SELECT VERSION()")
+        .unwrap()
+        .unwrap()
+        .contains("MariaDB"));
+    let msgs = conn
+        .query_value("SELECT @@lc_messages_dir")
+        .unwrap()
+        .unwrap();
+    assert!(msgs.starts_with(root.to_str().unwrap()), "{msgs} / {cnf}");
+    let e = conn.query("SELECT * FROM no_such_db.t").unwrap_err();
+    assert!(e.to_string().contains("doesn't exist"), "{e}");
+    let pid = srv.state.pid;
+    srv.stop().unwrap();
+    assert!(!alive(pid));
+}
+
+#[test]
+fn bad_package_input_leaves_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("packages");
+    // A lone binary: no share files anywhere near it.
+    let lone = t.path().join("bin/mariadbd");
+    fs::create_dir_all(lone.parent().unwrap()).unwrap();
+    fs::copy(MARIADBD, &lone).unwrap();
+    let e = package(&PackageRequest {
+        binary: &lone,
+        layout: &Layout::discover(&lone, None, None),
+        manifest: &manifest("lone"),
+        out_dir: &out,
+    })
+    .unwrap_err();
+    assert!(format!("{e:#}").contains("errmsg.sys"), "{e:#}");
+    assert!(leftovers(&out).is_empty(), "{:?}", leftovers(&out));
+
+    let bin = Path::new(MARIADBD);
+    let e = package(&PackageRequest {
+        binary: bin,
+        layout: &Layout::discover(bin, None, None),
+        manifest: &manifest("a/b"),
+        out_dir: &out,
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("without spaces or slashes"), "{e}");
+    assert!(leftovers(&out).is_empty());
+}
+
+#[test]
+fn run_and_package_usage_errors() {
+    let t = tempfile::tempdir().unwrap();
+    let w = t.path().to_str().unwrap();
+    let r = common::pgoforge(&["run", "--variants", "bogus", "--work-dir", w]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("unknown variant 'bogus'"), "{}", r.stderr);
+    let r = common::pgoforge(&["run", "--variants", "pgo-gen", "--work-dir", w]);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("used for training"), "{}", r.stderr);
+    let r = common::pgoforge(&[
+        "run",
+        "--variants",
+        "lto",
+        "--source",
+        "/nonexistent/mariadb-src",
+        "--work-dir",
+        w,
+    ]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("/nonexistent/mariadb-src"),
+        "{}",
+        r.stderr
+    );
+    assert!(!t.path().join("run.json").exists());
+    assert!(!t.path().join("run-state.json").exists());
+    let r = common::pgoforge(&["package", "pgo", "--work-dir", w]);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("has no finished run"), "{}", r.stderr);
+}
