@@ -34,7 +34,7 @@ for p in mariadb-server mariadb-server-core mariadb-client mariadb-client-core m
 done
 $SUDO apt-get install -y -q --allow-downgrades --no-install-recommends \
   "${pkgs[@]}" sysbench procps build-essential pkg-config \
-  cmake binutils clang-16 llvm-16 lld-16 libclang-rt-16-dev bolt-22 zstd dpkg-dev \
+  cmake binutils clang-16 llvm-16 lld-16 libclang-rt-16-dev bolt-22 zstd dpkg-dev valgrind \
   bison libssl-dev zlib1g-dev libpcre2-dev libfmt-dev libncurses-dev libaio-dev liburing-dev libxml2-dev
 
 # The package's own service may have been started despite policy-rc.d on some images; tests start

@@ -204,3 +204,59 @@ fn an_interrupted_run_resumes_and_bad_input_is_refused() {
     ]);
     assert_eq!(cli.code, 2, "{}", cli.stderr);
 }
+
+/// `--measure cachegrind` on one binary under two names: the per-transaction figures agree closely
+/// (the method's repeatability), are plausible for a read-only transaction, and the run resumes.
+#[test]
+fn cachegrind_counts_repeat_for_one_binary_under_two_names() {
+    use pgoforge::bench::cachegrind::{self, CgPlan};
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("cg");
+    let plan = CgPlan {
+        contenders: plan(1).contenders,
+        workloads: vec![TestName::OltpReadOnly],
+        events: 300,
+        warmup_events: 50,
+        tables: 1,
+        table_size: 2000,
+        config: ServerConfig {
+            buffer_pool_mb: 64,
+            redo_log_mb: 32,
+            ..ServerConfig::default()
+        },
+    };
+    let recs = cachegrind::measure(&plan, work.path(), &dir, &|_| {}).unwrap();
+    assert_eq!(recs.len(), 2);
+    let (a, b) = (&recs[0].per_txn, &recs[1].per_txn);
+    // A read-only transaction is 14 statements: hundreds of thousands of instructions at least.
+    assert!(a.instructions > 200_000.0, "{a:?}");
+    assert!(a.mispredicts > 0.0 && a.i1_misses > 0.0 && a.branches > a.mispredicts);
+    let rel = |x: f64, y: f64| (x / y - 1.0).abs();
+    assert!(
+        rel(a.instructions, b.instructions) < 0.03,
+        "{} vs {}",
+        a.instructions,
+        b.instructions
+    );
+    assert!(rel(a.branches, b.branches) < 0.03);
+    // Every server ran under valgrind and exited: no instance left, the records are on disk.
+    // The raw counts are integers and round-trip exactly (the per-transaction floats need not).
+    let counts = |r: &[cachegrind::CgRecord]| -> Vec<_> {
+        r.iter()
+            .map(|x| (x.contender.clone(), x.short.clone(), x.long.clone()))
+            .collect()
+    };
+    assert_eq!(
+        counts(&cachegrind::read_records(&dir).unwrap()),
+        counts(&recs)
+    );
+    assert!(fs::read_dir(dir.join("instances"))
+        .unwrap()
+        .next()
+        .is_none());
+    let again =
+        cachegrind::measure(&plan, work.path(), &dir, &|_| panic!("nothing to redo")).unwrap();
+    assert_eq!(counts(&again), counts(&recs));
+    let md = cachegrind::markdown(&recs, "debian");
+    assert!(md.contains("| oltp_read_only | same |"), "{md}");
+}

@@ -82,8 +82,34 @@ pub struct RunArgs {
     json: bool,
 }
 
+/// On Ctrl-C (or SIGTERM): say what survives, then die of the signal as before. Servers die with
+/// pgoforge (PR_SET_PDEATHSIG) and make gets the terminal's SIGINT itself; unfinished stages were
+/// never recorded, so a rerun redoes exactly those.
+extern "C" fn on_interrupt(sig: libc::c_int) {
+    const MSG: &[u8] =
+        b"\npgoforge run: interrupted. Finished stages are kept (run-state.json, finished builds, \
+benchmark rounds already written); rerun the same command to continue.\n";
+    // SAFETY: write, signal and raise are async-signal-safe.
+    unsafe {
+        libc::write(2, MSG.as_ptr().cast(), MSG.len());
+        libc::signal(sig, libc::SIG_DFL);
+        libc::raise(sig);
+    }
+}
+
 pub fn run_main(a: RunArgs) -> Result<i32> {
     let t0 = Instant::now();
+    // SAFETY: installing a handler that only makes async-signal-safe calls.
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            on_interrupt as *const () as libc::sighandler_t,
+        );
+        libc::signal(
+            libc::SIGTERM,
+            on_interrupt as *const () as libc::sighandler_t,
+        );
+    }
     let recipe = Recipe::load(&a.recipe)?;
     let variant_names = if !a.variants.is_empty() {
         a.variants.clone()

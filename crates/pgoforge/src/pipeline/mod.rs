@@ -304,6 +304,43 @@ pub fn run(o: &Options, log: &dyn Fn(&str)) -> Result<Outcome> {
             Ok((b, cached))
         };
     let baseline_variant: Variant = "baseline".parse().expect("valid");
+    // Builds not yet finished (those needing a profile not yet trained count as not finished).
+    let finished = |v: Variant, p: Option<&ProfileInput>| {
+        build::plan(&BuildRequest {
+            recipe: o.recipe,
+            source: &src,
+            variant: v,
+            compiler: o.compiler,
+            profile: p,
+            work_dir: &work,
+            jobs: 0,
+            show_progress: false,
+        })
+        .map(|(_, d)| d.join("build.json").is_file())
+        .unwrap_or(false)
+    };
+    let given = o.profile.as_ref().map(|p| {
+        if p.is_dir() {
+            ProfileInput::GccDir(p.clone())
+        } else {
+            ProfileInput::Profdata(p.clone())
+        }
+    });
+    let mut to_build = usize::from(!finished(baseline_variant, None));
+    if o.profile.is_none() && o.variants.iter().any(Variant::needs_profile) {
+        to_build += usize::from(!finished("pgo-gen".parse().expect("valid"), None));
+    }
+    for &v in &o.variants {
+        let p = if v.needs_profile() {
+            given.as_ref()
+        } else {
+            None
+        };
+        if v.needs_profile() && p.is_none() || !finished(v, p) {
+            to_build += 1;
+        }
+    }
+    deps::check_space(&work, to_build)?;
     let baseline = timed(&mut t, log, "build baseline", || {
         build_one(baseline_variant, None)
     })?;

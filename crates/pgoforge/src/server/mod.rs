@@ -51,6 +51,9 @@ pub struct ServerSpec {
     pub detach: bool,
     /// Extra environment for the server (e.g. LLVM_PROFILE_FILE for an instrumented build).
     pub env: Vec<(String, String)>,
+    /// A command the server runs under (valgrind and its options); the datadir is still
+    /// initialized by the binary itself.
+    pub wrapper: Vec<String>,
 }
 
 impl ServerSpec {
@@ -66,6 +69,7 @@ impl ServerSpec {
             stop_timeout: Duration::from_secs(300),
             detach: false,
             env: Vec::new(),
+            wrapper: Vec::new(),
         }
     }
 }
@@ -393,7 +397,14 @@ impl Server {
             socket_dir,
             port,
         } = setup;
-        let mut cmd = Command::new(&spec.binary);
+        let mut cmd = match spec.wrapper.split_first() {
+            Some((prog, args)) => {
+                let mut c = Command::new(prog);
+                c.args(args).arg(&spec.binary);
+                c
+            }
+            None => Command::new(&spec.binary),
+        };
         cmd.arg(format!("--defaults-file={}", paths.cnf.display()))
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())

@@ -1,0 +1,388 @@
+//! Deterministic measurement (`pgoforge bench --measure cachegrind`): each contender's server runs
+//! under valgrind's cachegrind, which counts instructions and simulates the caches and branch
+//! predictors, so the figures repeat where wall-clock throughput on a shared VM does not.
+//!
+//! Each cell (contender × workload) starts the server twice from the same dataset template, each
+//! time under cachegrind: once for the warm-up plus the measured events, once for the warm-up
+//! followed by as long idle as the measured events took, both single-connection with the same seed.
+//! The difference of the two counts divided by the measured events is the cost per transaction:
+//! start-up, dataset warm-up and shutdown cancel out, and so does the server's timer-driven
+//! background work (which grows with wall time, and under valgrind wall time is long). The cache
+//! geometry is fixed (not the host's), so figures compare across machines.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use oltp::settings::{Settings, TestName};
+use serde::{Deserialize, Serialize};
+
+use super::run::Contender;
+use crate::server::{template, Family, Flavor, ServerConfig, ServerSpec};
+
+/// The simulated caches: 32 KiB 8-way L1s and an 8 MiB 16-way last level, 64-byte lines.
+pub const CACHES: [&str; 3] = ["--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64"];
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CgPlan {
+    /// The first is the baseline.
+    pub contenders: Vec<Contender>,
+    pub workloads: Vec<TestName>,
+    /// Measured transactions per cell; 0: [`auto_events`].
+    pub events: u64,
+    /// Transactions run before measuring (in both runs of a cell).
+    pub warmup_events: u64,
+    pub tables: u32,
+    pub table_size: u64,
+    pub config: ServerConfig,
+}
+
+/// Measured transactions enough to make the run-to-run noise of a server's start-up and
+/// background work (about a million instructions here) a fraction of a percent: ~400 M
+/// instructions for a point select (~40 k each), ~2 G for the multi-statement transactions.
+pub fn auto_events(w: TestName) -> u64 {
+    match w {
+        TestName::OltpPointSelect | TestName::SelectRandomPoints => 10_000,
+        _ => 1_000,
+    }
+}
+
+/// Cachegrind's totals (its `events:` names).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counts {
+    pub ir: u64,
+    pub i1mr: u64,
+    pub ilmr: u64,
+    pub dr: u64,
+    pub d1mr: u64,
+    pub dlmr: u64,
+    pub dw: u64,
+    pub d1mw: u64,
+    pub dlmw: u64,
+    pub bc: u64,
+    pub bcm: u64,
+    pub bi: u64,
+    pub bim: u64,
+}
+
+/// Per-transaction costs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PerTxn {
+    pub instructions: f64,
+    pub i1_misses: f64,
+    pub d1_misses: f64,
+    pub ll_misses: f64,
+    pub branches: f64,
+    pub mispredicts: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CgRecord {
+    pub contender: String,
+    pub workload: TestName,
+    pub events: u64,
+    /// The warm-up-only run and the measured run.
+    pub short: Counts,
+    pub long: Counts,
+    pub per_txn: PerTxn,
+}
+
+/// Reads the `events:` and `summary:` lines of a cachegrind output file.
+pub fn parse_counts(text: &str) -> Result<Counts> {
+    let events: Vec<&str> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("events:"))
+        .context("no 'events:' line in the cachegrind output")?
+        .split_whitespace()
+        .collect();
+    let summary: Vec<u64> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("summary:"))
+        .context("no 'summary:' line in the cachegrind output (did the server exit cleanly?)")?
+        .split_whitespace()
+        .map(|v| v.parse::<u64>())
+        .collect::<Result<_, _>>()
+        .context("a non-numeric summary in the cachegrind output")?;
+    if events.len() != summary.len() {
+        bail!(
+            "cachegrind output: {} events but {} totals",
+            events.len(),
+            summary.len()
+        );
+    }
+    let mut c = Counts::default();
+    for (e, v) in events.iter().zip(summary) {
+        let slot = match *e {
+            "Ir" => &mut c.ir,
+            "I1mr" => &mut c.i1mr,
+            "ILmr" => &mut c.ilmr,
+            "Dr" => &mut c.dr,
+            "D1mr" => &mut c.d1mr,
+            "DLmr" => &mut c.dlmr,
+            "Dw" => &mut c.dw,
+            "D1mw" => &mut c.d1mw,
+            "DLmw" => &mut c.dlmw,
+            "Bc" => &mut c.bc,
+            "Bcm" => &mut c.bcm,
+            "Bi" => &mut c.bi,
+            "Bim" => &mut c.bim,
+            _ => continue,
+        };
+        *slot = v;
+    }
+    if c.ir == 0 || c.bc == 0 {
+        bail!("cachegrind counted no instructions or branches: was it run with --cache-sim=yes --branch-sim=yes?");
+    }
+    Ok(c)
+}
+
+/// (long − short) / events for each figure.
+pub fn per_txn(short: &Counts, long: &Counts, events: u64) -> PerTxn {
+    let d = |a: u64, b: u64| (b as f64 - a as f64) / events as f64;
+    PerTxn {
+        instructions: d(short.ir, long.ir),
+        i1_misses: d(short.i1mr, long.i1mr),
+        d1_misses: d(short.d1mr + short.d1mw, long.d1mr + long.d1mw),
+        ll_misses: d(
+            short.ilmr + short.dlmr + short.dlmw,
+            long.ilmr + long.dlmr + long.dlmw,
+        ),
+        branches: d(short.bc + short.bi, long.bc + long.bi),
+        mispredicts: d(short.bcm + short.bim, long.bcm + long.bim),
+    }
+}
+
+pub fn records_path(dir: &Path) -> PathBuf {
+    dir.join("cachegrind.jsonl")
+}
+
+pub fn read_records(dir: &Path) -> Result<Vec<CgRecord>> {
+    let p = records_path(dir);
+    let Ok(text) = fs::read_to_string(&p) else {
+        return Ok(Vec::new());
+    };
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .with_context(|| format!("{} line {}: not a cachegrind record", p.display(), i + 1))
+        })
+        .collect()
+}
+
+/// The options a server needs to run under valgrind: no io_uring/libaio (valgrind does not
+/// emulate them) and, where the server reserves address space for buffer pool growth, a
+/// reservation no larger than the pool.
+fn valgrind_settings(binary: &Path, flavor: &Flavor, buffer_pool_mb: u64) -> Result<Vec<String>> {
+    let mut extra = vec!["innodb_use_native_aio = 0".to_string()];
+    if flavor.family == Family::MariaDb {
+        let help = Command::new(binary)
+            .args(["--no-defaults", "--verbose", "--help"])
+            .output()
+            .with_context(|| format!("running {} --help", binary.display()))?;
+        if String::from_utf8_lossy(&help.stdout).contains("innodb-buffer-pool-size-max") {
+            extra.push(format!("innodb_buffer_pool_size_max = {buffer_pool_mb}M"));
+        }
+    }
+    Ok(extra)
+}
+
+fn run_once(
+    tpl: &Path,
+    spec: &ServerSpec,
+    inst: &Path,
+    settings: &Settings,
+    warmup: u64,
+    measured: u64,
+    idle: Duration,
+) -> Result<(Counts, Duration)> {
+    let _ = fs::remove_dir_all(inst);
+    fs::create_dir_all(inst)?;
+    let out_file = inst.join("cachegrind.out");
+    let mut spec = spec.clone();
+    spec.wrapper = vec![
+        "valgrind".into(),
+        "--tool=cachegrind".into(),
+        "--cache-sim=yes".into(),
+        "--branch-sim=yes".into(),
+        format!("--cachegrind-out-file={}", out_file.display()),
+    ];
+    spec.wrapper.extend(CACHES.iter().map(|s| s.to_string()));
+    let server_dir = inst.join("server");
+    let mut srv = template::start_copy(tpl, &spec, &server_dir)?;
+    let mut s = settings.clone();
+    s.conn = srv.state.conn_settings();
+    if warmup > 0 {
+        s.events = warmup;
+        oltp::run(&s, &mut oltp::Quiet).map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    let t0 = Instant::now();
+    if measured > 0 {
+        s.events = measured;
+        oltp::run(&s, &mut oltp::Quiet).map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    std::thread::sleep(idle);
+    let took = t0.elapsed();
+    srv.stop()?;
+    let text = fs::read_to_string(&out_file).with_context(|| {
+        format!(
+            "reading {} (cachegrind writes it when the server exits)",
+            out_file.display()
+        )
+    })?;
+    Ok((parse_counts(&text)?, took))
+}
+
+/// Measures every cell of `plan` into `dir/cachegrind.jsonl` (cells already there are kept).
+pub fn measure(
+    plan: &CgPlan,
+    work_dir: &Path,
+    dir: &Path,
+    log: &dyn Fn(&str),
+) -> Result<Vec<CgRecord>> {
+    if crate::toolchain::which("valgrind").is_none() {
+        bail!("--measure cachegrind needs valgrind: apt-get install valgrind");
+    }
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut done = read_records(dir)?;
+    let mut out = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(records_path(dir))?;
+    let mut data = Settings::new(TestName::OltpReadWrite);
+    data.schema.tables = plan.tables;
+    data.schema.table_size = plan.table_size;
+    data.rand.seed = 1;
+    let base = ServerSpec {
+        config: plan.config.clone(),
+        // Under valgrind a server starts and stops many times slower.
+        start_timeout: Duration::from_secs(600),
+        stop_timeout: Duration::from_secs(600),
+        ..ServerSpec::new(&plan.contenders[0].binary)
+    };
+    let tpl = template::ensure(work_dir, &base, &data)?;
+    for c in &plan.contenders {
+        let flavor = Flavor::detect(&c.binary)?;
+        let mut spec = ServerSpec {
+            binary: c.binary.clone(),
+            ..base.clone()
+        };
+        spec.config.extra.extend(valgrind_settings(
+            &c.binary,
+            &flavor,
+            plan.config.buffer_pool_mb,
+        )?);
+        for &w in &plan.workloads {
+            if done
+                .iter()
+                .any(|r| r.contender == c.name && r.workload == w)
+            {
+                continue;
+            }
+            let mut s = data.clone();
+            s.test = w;
+            s.threads = 1;
+            s.time_s = 0;
+            s.rand.seed = 7;
+            let events = match plan.events {
+                0 => auto_events(w),
+                n => n,
+            };
+            let inst = dir.join("instances").join(format!("{}-{w}", c.name));
+            log(&format!(
+                "cachegrind: {} {w}: warm-up + {events} events",
+                c.name
+            ));
+            let (long, took) = run_once(
+                &tpl,
+                &spec,
+                &inst,
+                &s,
+                plan.warmup_events,
+                events,
+                Duration::ZERO,
+            )
+            .with_context(|| format!("{} {w} under cachegrind", c.name))?;
+            log(&format!(
+                "cachegrind: {} {w}: warm-up + {:.1} s idle",
+                c.name,
+                took.as_secs_f64()
+            ));
+            let (short, _) = run_once(&tpl, &spec, &inst, &s, plan.warmup_events, 0, took)
+                .with_context(|| format!("{} {w} under cachegrind", c.name))?;
+            let _ = fs::remove_dir_all(&inst);
+            let rec = CgRecord {
+                contender: c.name.clone(),
+                workload: w,
+                events,
+                per_txn: per_txn(&short, &long, events),
+                short,
+                long,
+            };
+            log(&format!(
+                "cachegrind: {} {w}: {:.0} instructions, {:.0} I1 misses, {:.0} mispredicts per transaction",
+                c.name, rec.per_txn.instructions, rec.per_txn.i1_misses, rec.per_txn.mispredicts
+            ));
+            writeln!(out, "{}", serde_json::to_string(&rec)?)?;
+            out.sync_data()?;
+            done.push(rec);
+        }
+    }
+    Ok(done)
+}
+
+/// The cachegrind figures as a Markdown table, each contender against the first.
+pub fn markdown(records: &[CgRecord], baseline: &str) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::from(
+        "| workload | variant | instructions / txn | I1 misses / txn | mispredicted branches / txn | D1 misses / txn | LL misses / txn |\n|---|---|---|---|---|---|---|\n",
+    );
+    let rel = |v: f64, b: Option<f64>| match b {
+        Some(b) if b > 0.0 && v != b => format!("{v:.0} ({:+.1}%)", (v / b - 1.0) * 100.0),
+        _ => format!("{v:.0}"),
+    };
+    for r in records {
+        let b = records
+            .iter()
+            .find(|x| x.contender == baseline && x.workload == r.workload)
+            .filter(|_| r.contender != baseline)
+            .map(|x| &x.per_txn);
+        let p = &r.per_txn;
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            r.workload,
+            r.contender,
+            rel(p.instructions, b.map(|x| x.instructions)),
+            rel(p.i1_misses, b.map(|x| x.i1_misses)),
+            rel(p.mispredicts, b.map(|x| x.mispredicts)),
+            rel(p.d1_misses, b.map(|x| x.d1_misses)),
+            rel(p.ll_misses, b.map(|x| x.ll_misses)),
+        );
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_cachegrind_totals_and_subtracts() {
+        let a = "desc: I1 cache: 32768 B, 64 B, 8-way associative\ncmd: x\nevents: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw Bc Bcm Bi Bim\nfl=a\n1 2 3\nsummary: 1000 10 1 300 20 2 100 5 1 200 9 10 1\n";
+        let b = "events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw Bc Bcm Bi Bim\nsummary: 3000 30 3 900 60 6 300 15 3 600 29 30 3\n";
+        let (x, y) = (parse_counts(a).unwrap(), parse_counts(b).unwrap());
+        assert_eq!((x.ir, x.bim, y.d1mw), (1000, 1, 15));
+        let p = per_txn(&x, &y, 10);
+        assert_eq!(p.instructions, 200.0);
+        assert_eq!(p.i1_misses, 2.0);
+        assert_eq!(p.mispredicts, 2.2);
+        assert_eq!(p.branches, 42.0);
+        assert!(parse_counts("events: Ir\n").is_err());
+        assert!(parse_counts("events: Ir Bc\nsummary: 0 0\n").is_err());
+    }
+}
