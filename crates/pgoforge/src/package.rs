@@ -52,6 +52,9 @@ pub struct Manifest {
     pub pgoforge_version: String,
     /// Seconds since the epoch.
     pub created: u64,
+    /// How the packaged binary was reduced (set by `package`).
+    #[serde(default)]
+    pub binary_note: String,
 }
 
 pub struct PackageRequest<'a> {
@@ -114,6 +117,55 @@ fn files_under(root: &Path) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+fn version_line(bin: &Path) -> Option<String> {
+    let out = Command::new(bin).arg("--version").output().ok()?;
+    out.status.success().then(|| {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    })
+}
+
+/// Writes a stripped copy of `src` to `dst` and checks that it still runs; a binary that strip
+/// breaks (BOLT's output: binutils and llvm-strip both mangle its new program headers,
+/// llvm/llvm-project#89336) is copied whole instead. Returns what was done, for the manifest.
+fn strip_checked(src: &Path, dst: &Path, flavor: &Flavor) -> Result<String> {
+    let strip = Command::new("strip")
+        .arg("--strip-all")
+        .arg("-o")
+        .arg(dst)
+        .arg(src)
+        .output()
+        .context("running strip (apt-get install binutils)")?;
+    let runs = |p: &Path| version_line(p).is_some_and(|v| v.contains(&flavor.version));
+    if strip.status.success() && runs(dst) {
+        return Ok("stripped (strip --strip-all)".into());
+    }
+    fs::copy(src, dst).with_context(|| format!("copying {}", src.display()))?;
+    if !runs(dst) {
+        bail!(
+            "{} does not run from the package ({} --version fails)",
+            src.display(),
+            dst.display()
+        );
+    }
+    Ok(format!(
+        "not stripped: the stripped copy did not run (strip: {}; BOLT output cannot be stripped, \
+         llvm/llvm-project#89336); BOLT already dropped its debug info",
+        if strip.status.success() {
+            "succeeded, binary crashed".to_string()
+        } else {
+            String::from_utf8_lossy(&strip.stderr)
+                .lines()
+                .next()
+                .unwrap_or("failed")
+                .to_string()
+        }
+    ))
+}
+
 /// Lays out, checksums and archives the server; returns the finished archive.
 pub fn package(req: &PackageRequest) -> Result<Package> {
     let m = req.manifest;
@@ -148,20 +200,8 @@ pub fn package(req: &PackageRequest) -> Result<Package> {
     let bin_dir = root.join("bin");
     fs::create_dir_all(&bin_dir)?;
     let bin = bin_dir.join(installed_name(req.binary));
-    let strip = Command::new("strip")
-        .arg("--strip-all")
-        .arg("-o")
-        .arg(&bin)
-        .arg(req.binary)
-        .output()
-        .context("running strip (apt-get install binutils)")?;
-    if !strip.status.success() {
-        bail!(
-            "strip {} failed: {}",
-            req.binary.display(),
-            String::from_utf8_lossy(&strip.stderr).trim()
-        );
-    }
+    let mut m = m.clone();
+    m.binary_note = strip_checked(req.binary, &bin, &flavor)?;
     // Only the language directories: a build tree's sql/share also holds CMake leftovers.
     for e in fs::read_dir(messages).with_context(|| format!("reading {}", messages.display()))? {
         let e = e?;
@@ -180,7 +220,7 @@ pub fn package(req: &PackageRequest) -> Result<Package> {
     }
     fs::write(
         root.join("manifest.json"),
-        serde_json::to_string_pretty(m)? + "\n",
+        serde_json::to_string_pretty(&m)? + "\n",
     )?;
     let files = files_under(&root)?;
     let mut sums = String::new();

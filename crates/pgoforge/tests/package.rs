@@ -36,6 +36,7 @@ fn manifest(name: &str) -> Manifest {
         }],
         pgoforge_version: "0".into(),
         created: 0,
+        binary_note: String::new(),
     }
 }
 
@@ -113,6 +114,7 @@ fn a_package_unpacks_verifies_and_starts_elsewhere() {
     let m: Manifest =
         serde_json::from_str(&fs::read_to_string(root.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(m.gains[0].ratio, 1.1);
+    assert!(m.binary_note.starts_with("stripped"), "{}", m.binary_note);
     let sections = Command::new("readelf")
         .args(["-S", "-W"])
         .arg(root.join("bin/mariadbd"))

@@ -254,6 +254,7 @@ pub fn package_contender(
         gains: report.map(|r| gains(r, name)).unwrap_or_default(),
         pgoforge_version: env!("CARGO_PKG_VERSION").into(),
         created: crate::profile::now_secs(),
+        binary_note: String::new(),
     };
     package::package(&PackageRequest {
         binary: &c.binary,
@@ -583,7 +584,7 @@ pub fn run(o: &Options, log: &dyn Fn(&str)) -> Result<Outcome> {
             let pkg = t.stage(
                 "package",
                 &(c.identity(), &run_dir),
-                |p: &Package| p.path.is_file(),
+                |p: &Package| crate::source::sha256_file(&p.path).is_ok_and(|h| h == p.sha256),
                 || package_contender(&work, &outcome, Some(&rep), w),
             )?;
             outcome.package = Some(pkg);
