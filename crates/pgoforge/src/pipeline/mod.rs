@@ -134,27 +134,27 @@ pub fn server_spec(buffer_pool_mb: u64) -> ServerSpec {
 }
 
 /// Runs `f`, recording its time under `name` in the tracker's timings (builds are cached by
-/// their own keys, so they need no state record).
+/// their own keys, so they need no state record). `f` returns, for a result it found cached, the
+/// time the work took when it was done.
 fn timed<T>(
     t: &mut Tracker,
     log: &dyn Fn(&str),
     name: &str,
-    f: impl FnOnce() -> Result<(T, bool)>,
+    f: impl FnOnce() -> Result<(T, Option<f64>)>,
 ) -> Result<T> {
     log(&format!("{name}: running"));
     let t0 = Instant::now();
-    let (out, reused) = f().with_context(|| format!("stage {name} failed"))?;
+    let (out, cached) = f().with_context(|| format!("stage {name} failed"))?;
     let seconds = t0.elapsed().as_secs_f64();
-    log(&format!(
-        "{name}: {} {}",
-        if reused { "cached," } else { "done in" },
-        human(seconds)
-    ));
+    match cached {
+        Some(w) => log(&format!("{name}: cached (took {} when built)", human(w))),
+        None => log(&format!("{name}: done in {}", human(seconds))),
+    }
     t.timings.push(StageTiming {
         stage: name.into(),
         seconds,
-        work_seconds: seconds,
-        reused,
+        work_seconds: cached.unwrap_or(seconds),
+        reused: cached.is_some(),
     });
     Ok(out)
 }
@@ -286,11 +286,11 @@ pub fn run(o: &Options, log: &dyn Fn(&str)) -> Result<Outcome> {
     let src = timed(&mut t, log, "source", || {
         Ok((
             source::fetch(o.recipe, o.source.as_deref(), o.sha256.as_deref(), &work)?,
-            false,
+            None,
         ))
     })?;
     let build_one =
-        |variant: Variant, profile: Option<&ProfileInput>| -> Result<(BuildOutput, bool)> {
+        |variant: Variant, profile: Option<&ProfileInput>| -> Result<(BuildOutput, Option<f64>)> {
             let b = build::build(&BuildRequest {
                 recipe: o.recipe,
                 source: &src,
@@ -301,7 +301,7 @@ pub fn run(o: &Options, log: &dyn Fn(&str)) -> Result<Outcome> {
                 jobs: 0,
                 show_progress: o.show_progress,
             })?;
-            let cached = b.cached;
+            let cached = b.cached.then_some(b.seconds);
             Ok((b, cached))
         };
     let baseline_variant: Variant = "baseline".parse().expect("valid");
@@ -559,7 +559,7 @@ pub fn run(o: &Options, log: &dyn Fn(&str)) -> Result<Outcome> {
     let rep = timed(&mut t, log, "report", || {
         let r = report::build(&run_dir)?;
         report::write_all(&run_dir, &r)?;
-        Ok((r, false))
+        Ok((r, None))
     })?;
     let win = winner(&rep);
     let mut outcome = Outcome {
