@@ -35,6 +35,10 @@ pub struct Report {
     /// Per contender and thread count: geometric mean of TPS ratios over workloads.
     pub geomeans: Vec<(String, u32, f64)>,
     pub rounds_found: u32,
+    /// Deterministic per-transaction counts, when the run directory also holds a cachegrind
+    /// measurement (`pgoforge run --cachegrind`).
+    #[serde(default)]
+    pub cachegrind: Vec<super::cachegrind::CgRecord>,
 }
 
 fn environment(dir: &Path, records: &[Record]) -> Environment {
@@ -155,6 +159,7 @@ pub fn build(dir: &Path) -> Result<Report> {
     let rounds_found = records.iter().map(|r| r.round).max().unwrap_or(0);
     Ok(Report {
         environment: environment(dir, &records),
+        cachegrind: super::cachegrind::read_records(dir)?,
         plan,
         cells,
         geomeans,
@@ -191,6 +196,13 @@ pub fn text(r: &Report) -> String {
             o,
             "geometric mean over workloads, {n} at {t} threads: {}",
             pct(*g)
+        );
+    }
+    if !r.cachegrind.is_empty() {
+        let _ = writeln!(
+            o,
+            "per transaction under cachegrind (deterministic):\n{}",
+            super::cachegrind::markdown(&r.cachegrind, &r.plan.contenders[0].name).trim_end()
         );
     }
     for c in &r.cells {
@@ -275,6 +287,13 @@ pub fn markdown(r: &Report) -> String {
         for (n, t, g) in &r.geomeans {
             let _ = writeln!(o, "- {n}, {t} threads: {}", pct(*g));
         }
+    }
+    if !r.cachegrind.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nDeterministic counts per transaction (cachegrind, one connection; differences under ~0.5% for read-only and ~3% for write workloads are the method's noise):\n\n{}",
+            super::cachegrind::markdown(&r.cachegrind, &r.plan.contenders[0].name).trim_end()
+        );
     }
     let warnings: Vec<String> = r
         .cells

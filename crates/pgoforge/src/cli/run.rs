@@ -74,6 +74,10 @@ pub struct RunArgs {
     /// BOLT optimization flags instead of the probed ones, space-separated.
     #[arg(long = "bolt-flags")]
     bolt_flags: Option<String>,
+    /// Also measure each variant under valgrind's cachegrind: instructions, I1 misses and
+    /// mispredicted branches per transaction (deterministic; adds minutes per variant and workload).
+    #[arg(long)]
+    cachegrind: bool,
     /// Do not package the winning variant.
     #[arg(long = "no-package")]
     no_package: bool,
@@ -208,6 +212,7 @@ pub fn run_main(a: RunArgs) -> Result<i32> {
             .map(|f| f.split_whitespace().map(str::to_string).collect()),
         work_dir: a.work_dir.clone(),
         package: !a.no_package,
+        cachegrind: a.cachegrind,
         show_progress: !a.json,
     };
     let out = pipeline::run(&opts, &log)?;

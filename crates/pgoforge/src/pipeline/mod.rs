@@ -17,6 +17,7 @@ use anyhow::{bail, Context, Result};
 use oltp::settings::TestName;
 use serde::{Deserialize, Serialize};
 
+use crate::bench::cachegrind::{self, CgPlan};
 use crate::bench::report::{self, Report};
 use crate::bench::run::{self as bench_run, Contender, Plan};
 use crate::build::{self, BuildOutput, BuildRequest, ProfileInput, Stage, Variant};
@@ -58,6 +59,8 @@ pub struct Options<'a> {
     pub bolt_flags: Option<Vec<String>>,
     pub work_dir: PathBuf,
     pub package: bool,
+    /// Also count instructions, I1 misses and mispredicts per transaction under cachegrind.
+    pub cachegrind: bool,
     pub show_progress: bool,
 }
 
@@ -556,6 +559,26 @@ pub fn run(o: &Options, log: &dyn Fn(&str)) -> Result<Outcome> {
             Ok(run_dir.clone())
         },
     )?;
+    if o.cachegrind {
+        let cg = CgPlan {
+            contenders: plan.contenders.clone(),
+            workloads: b.workloads.clone(),
+            events: 0,
+            warmup_events: 100,
+            tables: 1,
+            table_size: 10_000,
+            config: ServerConfig {
+                buffer_pool_mb: 256,
+                ..ServerConfig::default()
+            },
+        };
+        t.stage(
+            "cachegrind",
+            &(&cg, &plan.label),
+            |n: &usize| cachegrind::read_records(&run_dir).is_ok_and(|r| r.len() == *n),
+            || Ok(cachegrind::measure(&cg, &work, &run_dir, log)?.len()),
+        )?;
+    }
     let rep = timed(&mut t, log, "report", || {
         let r = report::build(&run_dir)?;
         report::write_all(&run_dir, &r)?;
@@ -599,4 +622,95 @@ pub fn run(o: &Options, log: &dyn Fn(&str)) -> Result<Outcome> {
     outcome.timings = t.timings.clone();
     outcome.save(&work)?;
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::report::Cell;
+    use crate::bench::stats::{describe, Comparison};
+
+    fn report(cells: &[(&str, &str, f64, bool)]) -> Report {
+        let c = |n: &str| Contender {
+            name: n.into(),
+            binary: "/x".into(),
+            buffer_pool_mb: None,
+        };
+        let mut names = vec!["baseline"];
+        for (n, ..) in cells {
+            if !names.contains(n) {
+                names.push(n);
+            }
+        }
+        let cells: Vec<Cell> = cells
+            .iter()
+            .map(|&(n, w, ratio, significant)| Cell {
+                contender: n.into(),
+                workload: w.into(),
+                threads: 4,
+                tps: describe(&[1.0, 2.0]),
+                p95_ms: describe(&[1.0, 2.0]),
+                tps_vs_baseline: Some(Comparison {
+                    ratio,
+                    ratio_ci95: (ratio - 0.05, ratio + 0.05),
+                    p_value: if significant { 0.01 } else { 0.5 },
+                    significant,
+                    verdict: String::new(),
+                    warnings: Vec::new(),
+                }),
+                p95_vs_baseline: None,
+                warnings: Vec::new(),
+            })
+            .collect();
+        let mut geomeans = Vec::new();
+        for n in &names[1..] {
+            let r: Vec<f64> = cells
+                .iter()
+                .filter(|x| x.contender == *n)
+                .map(|x| x.tps_vs_baseline.as_ref().unwrap().ratio)
+                .collect();
+            geomeans.push((n.to_string(), 4, crate::bench::stats::geomean(&r)));
+        }
+        Report {
+            plan: Plan {
+                contenders: names.iter().map(|n| c(n)).collect(),
+                workloads: vec![TestName::OltpPointSelect],
+                threads: vec![4],
+                rounds: 5,
+                seconds: 1,
+                warmup_seconds: 0,
+                tables: 1,
+                table_size: 1,
+                config: ServerConfig::default(),
+                pin: false,
+                seed: 1,
+                label: String::new(),
+            },
+            environment: Default::default(),
+            cells,
+            geomeans,
+            rounds_found: 5,
+            cachegrind: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_winner_is_measurably_faster_and_never_measurably_slower() {
+        // lto has the best mean but loses significantly on one workload; pgo+bolt beats pgo.
+        let r = report(&[
+            ("pgo", "a", 1.20, true),
+            ("pgo", "b", 1.01, false),
+            ("pgo+bolt", "a", 1.25, true),
+            ("pgo+bolt", "b", 1.05, true),
+            ("lto", "a", 1.90, true),
+            ("lto", "b", 0.90, true),
+        ]);
+        assert_eq!(winner(&r).as_deref(), Some("pgo+bolt"));
+        let g = gains(&r, "pgo+bolt");
+        assert_eq!(g.len(), 2);
+        assert_eq!(g[0].ratio, 1.25);
+        // Nothing significant: no winner, nothing packaged.
+        let r = report(&[("pgo", "a", 1.30, false), ("pgo+bolt", "a", 0.99, false)]);
+        assert_eq!(winner(&r), None);
+    }
 }
