@@ -225,6 +225,19 @@ pub fn run(
     resume: bool,
     log: &dyn Fn(&str),
 ) -> Result<()> {
+    run_with_progress(plan, work_dir, dir, resume, log, &|_, _| {})
+}
+
+/// As [`run`], calling `tick(done, total)` with the count of measured runs (resumed ones included)
+/// before the first and after each one.
+pub fn run_with_progress(
+    plan: &Plan,
+    work_dir: &Path,
+    dir: &Path,
+    resume: bool,
+    log: &dyn Fn(&str),
+    tick: &dyn Fn(u64, u64),
+) -> Result<()> {
     if plan.contenders.len() < 2 {
         bail!("a benchmark needs at least two contenders (a baseline and one to compare)");
     }
@@ -267,6 +280,12 @@ pub fn run(
         .into_iter()
         .map(|r| (r.round, r.contender, r.workload, r.threads))
         .collect();
+    let total = plan.rounds as u64
+        * plan.contenders.len() as u64
+        * plan.workloads.len() as u64
+        * plan.threads.len() as u64;
+    let mut measured = done.len() as u64;
+    tick(measured, total);
     let (server_cpus, client_cpus) = match (plan.pin, cpu::split()) {
         (true, Some((s, c))) => (Some(s), c),
         _ => (None, Vec::new()),
@@ -341,6 +360,8 @@ pub fn run(
                 };
                 writeln!(out, "{}", serde_json::to_string(&rec)?)?;
                 out.sync_data()?;
+                measured += 1;
+                tick(measured, total);
             }
             srv.stop().with_context(|| format!("stopping {}", c.name))?;
             let _ = fs::remove_dir_all(&inst);

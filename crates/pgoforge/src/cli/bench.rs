@@ -113,7 +113,13 @@ pub fn bench_main(a: BenchArgs) -> Result<i32> {
     std::fs::create_dir_all(&a.work_dir)?;
     let work = std::fs::canonicalize(&a.work_dir)?;
     let dir = run_dir(&a, &work);
-    run::run(&plan, &work, &dir, a.resume, &|l| eprintln!("  {l}"))?;
+    pgoforge::pipeline::with_progress(
+        true,
+        "benchmark",
+        true,
+        &|l| eprintln!("  {l}"),
+        |log, tick| run::run_with_progress(&plan, &work, &dir, a.resume, log, tick),
+    )?;
     let r = report::build(&dir)?;
     report::write_all(&dir, &r)?;
     print!("{}", report::text(&r));

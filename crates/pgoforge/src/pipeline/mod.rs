@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use oltp::settings::TestName;
 use serde::{Deserialize, Serialize};
 
@@ -160,6 +161,52 @@ fn timed<T>(
         reused: cached.is_some(),
     });
     Ok(out)
+}
+
+/// Runs `f` under a progress bar (or a spinner when `bar` is false) that stays below the log
+/// lines; `f` gets a log function and a `(done, total)` ticker.
+pub fn with_progress<T>(
+    show: bool,
+    what: &str,
+    bar: bool,
+    log: &dyn Fn(&str),
+    f: impl FnOnce(&dyn Fn(&str), &dyn Fn(u64, u64)) -> T,
+) -> T {
+    if !show {
+        return f(log, &|_, _| {});
+    }
+    let pb = if bar {
+        let b = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+        b.set_style(
+            ProgressStyle::with_template(
+                "{prefix} [{bar:40}] {pos}/{len} runs {elapsed_precise} (about {eta} left)",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        );
+        b
+    } else {
+        let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        b.set_style(
+            ProgressStyle::with_template("{prefix} {spinner} {elapsed_precise} {msg}")
+                .expect("valid template"),
+        );
+        b.enable_steady_tick(std::time::Duration::from_millis(200));
+        b
+    };
+    pb.set_prefix(what.to_string());
+    let out = f(
+        &|l: &str| {
+            pb.set_message(l.to_string());
+            pb.suspend(|| log(l));
+        },
+        &|d, t| {
+            pb.set_length(t);
+            pb.set_position(d);
+        },
+    );
+    pb.finish_and_clear();
+    out
 }
 
 /// The contender that measurably wins: faster with significance in at least one cell, slower with
@@ -375,15 +422,17 @@ pub fn run(o: &Options, log: &dyn Fn(&str)) -> Result<Outcome> {
             &(&gen.key, &o.mix, o.bench.buffer_pool_mb),
             |s: &Stored| s.data().exists(),
             || {
-                train::train(
-                    &TrainRequest {
-                        gen: &gen,
-                        spec: server_spec(o.bench.buffer_pool_mb),
-                        mix: &o.mix,
-                        work_dir: &work,
-                    },
-                    log,
-                )
+                with_progress(o.show_progress, "training", false, log, |log, _| {
+                    train::train(
+                        &TrainRequest {
+                            gen: &gen,
+                            spec: server_spec(o.bench.buffer_pool_mb),
+                            mix: &o.mix,
+                            work_dir: &work,
+                        },
+                        log,
+                    )
+                })
             },
         )?;
         log(&format!(
@@ -444,19 +493,21 @@ pub fn run(o: &Options, log: &dyn Fn(&str)) -> Result<Outcome> {
             &(&b.key, &o.mix, &o.bolt_flags, &bolt_tool.llvm_bolt),
             |x: &BoltOutput| x.binary.is_file(),
             || {
-                bolt::optimize(
-                    &BoltRequest {
-                        binary: &b.binary,
-                        bolt: bolt_tool,
-                        spec: server_spec(o.bench.buffer_pool_mb),
-                        mix: &o.mix,
-                        work_dir: &work,
-                        flags: o.bolt_flags.clone(),
-                        source_hash: src.hash.clone(),
-                        build_key: b.key.clone(),
-                    },
-                    log,
-                )
+                with_progress(o.show_progress, "BOLT", false, log, |log, _| {
+                    bolt::optimize(
+                        &BoltRequest {
+                            binary: &b.binary,
+                            bolt: bolt_tool,
+                            spec: server_spec(o.bench.buffer_pool_mb),
+                            mix: &o.mix,
+                            work_dir: &work,
+                            flags: o.bolt_flags.clone(),
+                            source_hash: src.hash.clone(),
+                            build_key: b.key.clone(),
+                        },
+                        log,
+                    )
+                })
             },
         );
         match bolted {
@@ -555,7 +606,9 @@ pub fn run(o: &Options, log: &dyn Fn(&str)) -> Result<Outcome> {
         |d: &PathBuf| report::build(d).is_ok(),
         || {
             // Resuming is always right here: the directory is named by the plan's hash.
-            bench_run::run(&plan, &work, &run_dir, true, log)?;
+            with_progress(o.show_progress, "benchmark", true, log, |log, tick| {
+                bench_run::run_with_progress(&plan, &work, &run_dir, true, log, tick)
+            })?;
             Ok(run_dir.clone())
         },
     )?;
@@ -576,7 +629,11 @@ pub fn run(o: &Options, log: &dyn Fn(&str)) -> Result<Outcome> {
             "cachegrind",
             &(&cg, &plan.label),
             |n: &usize| cachegrind::read_records(&run_dir).is_ok_and(|r| r.len() == *n),
-            || Ok(cachegrind::measure(&cg, &work, &run_dir, log)?.len()),
+            || {
+                with_progress(o.show_progress, "cachegrind", false, log, |log, _| {
+                    Ok(cachegrind::measure(&cg, &work, &run_dir, log)?.len())
+                })
+            },
         )?;
     }
     let rep = timed(&mut t, log, "report", || {
