@@ -73,6 +73,24 @@ fn one_binary_under_two_names_is_no_significant_difference() {
         "{cmp:?}"
     );
     assert_eq!(same.tps.n, 4);
+    // Against the other name: the ratio inverts, the reference changes, the verdict stays.
+    let flipped = report::build_against(&dir, Some("same")).unwrap();
+    assert_eq!(flipped.plan.contenders[0].name, "same");
+    let deb = flipped
+        .cells
+        .iter()
+        .find(|c| c.contender == "debian")
+        .unwrap();
+    let back = deb.tps_vs_baseline.as_ref().unwrap();
+    assert!(
+        (back.ratio * cmp.ratio - 1.0).abs() < 1e-9,
+        "{back:?} {cmp:?}"
+    );
+    assert_eq!(back.verdict, "no significant difference");
+    let e = report::build_against(&dir, Some("nope"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("it has: debian, same"), "{e}");
 
     // Reports come from stored results only, identically every time.
     report::write_all(&dir, &r).unwrap();

@@ -57,12 +57,30 @@ fn environment(dir: &Path, records: &[Record]) -> Environment {
 
 /// Builds the report of the run in `dir`.
 pub fn build(dir: &Path) -> Result<Report> {
+    build_against(dir, None)
+}
+
+/// Builds the report with `baseline` (a contender's name) as the reference instead of the plan's
+/// first contender, e.g. the PGO build to show what BOLT adds on top of it.
+pub fn build_against(dir: &Path, baseline: Option<&str>) -> Result<Report> {
     let pp = plan_path(dir);
-    let plan: Plan = serde_json::from_str(
+    let mut plan: Plan = serde_json::from_str(
         &std::fs::read_to_string(&pp)
             .with_context(|| format!("{} has no benchmark (no plan.json)", dir.display()))?,
     )
     .with_context(|| format!("{} is corrupted", pp.display()))?;
+    if let Some(b) = baseline {
+        let Some(i) = plan.contenders.iter().position(|c| c.name == b) else {
+            let names: Vec<&str> = plan.contenders.iter().map(|c| c.name.as_str()).collect();
+            bail!(
+                "--baseline {b}: no such contender in {}; it has: {}",
+                dir.display(),
+                names.join(", ")
+            );
+        };
+        let c = plan.contenders.remove(i);
+        plan.contenders.insert(0, c);
+    }
     let records = read_records(dir)?;
     if records.is_empty() {
         bail!("{} holds no results yet", dir.display());

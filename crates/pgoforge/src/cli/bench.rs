@@ -185,6 +185,10 @@ pub struct ReportArgs {
     /// What to print: text, md, json or csv (all are written into the run directory).
     #[arg(long, default_value = "text", value_parser = ["text", "md", "json", "csv"])]
     format: String,
+    /// Compare with this contender instead of the run's baseline (e.g. pgo, to see what BOLT adds);
+    /// printed only, the stored reports keep the run's baseline.
+    #[arg(long)]
+    baseline: Option<String>,
 }
 
 pub fn report_main(a: ReportArgs) -> Result<i32> {
@@ -196,8 +200,14 @@ pub fn report_main(a: ReportArgs) -> Result<i32> {
         print!("{}", cachegrind::markdown(&recs, &plan.contenders[0].name));
         return Ok(0);
     }
-    let r = report::build(&a.run)?;
-    report::write_all(&a.run, &r)?;
+    let r = match &a.baseline {
+        Some(b) => report::build_against(&a.run, Some(b))?,
+        None => {
+            let r = report::build(&a.run)?;
+            report::write_all(&a.run, &r)?;
+            r
+        }
+    };
     let out = match a.format.as_str() {
         "md" => report::markdown(&r),
         "json" => serde_json::to_string_pretty(&r)?,
