@@ -4,6 +4,7 @@ pub mod bench;
 pub mod build;
 pub mod package;
 pub mod pipeline;
+pub mod process;
 pub mod profile;
 pub mod recipe;
 pub mod server;

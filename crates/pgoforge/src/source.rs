@@ -34,17 +34,7 @@ pub fn hex(b: &[u8]) -> String {
 }
 
 fn run(cmd: &mut Command, what: &str) -> Result<()> {
-    let out = cmd
-        .output()
-        .with_context(|| format!("{what}: starting {:?}", cmd.get_program()))?;
-    if !out.status.success() {
-        let text = String::from_utf8_lossy(&out.stderr).into_owned()
-            + &String::from_utf8_lossy(&out.stdout);
-        let tail: Vec<&str> = text.lines().rev().take(15).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        bail!("{what} failed ({}):\n{}", out.status, tail.join("\n"));
-    }
-    Ok(())
+    crate::process::run_tool(cmd, what, None).map(|_| ())
 }
 
 /// Resolves the source for `recipe`, or the user's `--source` (a directory, tarball or URL).

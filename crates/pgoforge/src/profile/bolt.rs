@@ -107,29 +107,7 @@ pub struct BoltOutput {
 }
 
 fn run_tool(cmd: &mut Command, what: &str, log: &Path) -> Result<String> {
-    let out = cmd
-        .output()
-        .with_context(|| format!("{what}: starting {:?}", cmd.get_program()))?;
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    let _ = fs::write(log, &text);
-    if !out.status.success() {
-        let tail: Vec<&str> = text
-            .lines()
-            .rev()
-            .take(20)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        bail!(
-            "{what} failed ({}); log {}:\n{}",
-            out.status,
-            log.display(),
-            tail.join("\n")
-        );
-    }
-    Ok(text)
+    crate::process::run_tool(cmd, what, Some(log))
 }
 
 pub struct BoltRequest<'a> {
