@@ -22,7 +22,11 @@ pub fn run_tool(cmd: &mut Command, what: &str, log: Option<&Path>) -> Result<Str
         let lines: Vec<&str> = text.lines().collect();
         let tail = lines[lines.len().saturating_sub(20)..].join("\n");
         match log {
-            Some(l) => bail!("{what} failed ({}); log {}:\n{tail}", out.status, l.display()),
+            Some(l) => bail!(
+                "{what} failed ({}); log {}:\n{tail}",
+                out.status,
+                l.display()
+            ),
             None => bail!("{what} failed ({}):\n{tail}", out.status),
         }
     }
@@ -44,7 +48,10 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.starts_with("counting failed (exit status: 3); log "), "{e}");
+        assert!(
+            e.starts_with("counting failed (exit status: 3); log "),
+            "{e}"
+        );
         assert!(e.contains("\nboom") && !e.contains("\n10\n"), "{e}");
         assert!(fs::read_to_string(&log).unwrap().contains("30\n"));
         let ok = run_tool(Command::new("echo").arg("hi"), "echo", None).unwrap();

@@ -456,7 +456,17 @@ pub fn run(o: &Options, log: &dyn Fn(&str)) -> Result<Outcome> {
         } else {
             None
         };
-        let b = timed(&mut t, log, &format!("build {v}"), || build_one(v, input))?;
+        // One variant failing to build (LTO on a new compiler, say) leaves the others to compare;
+        // a failed build is never cached, so a rerun tries it again.
+        let b = match timed(&mut t, log, &format!("build {v}"), || build_one(v, input)) {
+            Ok(b) => b,
+            Err(e) => {
+                let msg = format!("{v}: build failed, left out of the comparison: {e:#}");
+                log(&msg);
+                warnings.push(msg);
+                continue;
+            }
+        };
         if v.needs_profile() && b.missing_profile_warnings > 0 {
             warnings.push(format!(
                 "{v}: {} missing-profile warnings (functions or files without profile data); log {}",
@@ -534,6 +544,12 @@ pub fn run(o: &Options, log: &dyn Fn(&str)) -> Result<Outcome> {
         }
     }
 
+    if contenders.len() < 2 {
+        bail!(
+            "no variant was built, nothing to compare with the baseline:\n{}",
+            warnings.join("\n")
+        );
+    }
     let identities: Vec<(String, String)> = contenders
         .iter()
         .map(|c| (c.name.clone(), c.identity()))
