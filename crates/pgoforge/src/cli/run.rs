@@ -17,11 +17,13 @@ use super::profile::MixArgs;
 
 #[derive(Args)]
 pub struct RunArgs {
+    /// An embedded recipe name (`pgoforge recipes`) or a recipe TOML file.
     #[arg(long, default_value = DEFAULT)]
     recipe: String,
     /// A source directory, tarball or URL (instead of the recipe's source).
     #[arg(long)]
     source: Option<String>,
+    /// The sha256 of --source (required for URLs; checked for tarballs when given).
     #[arg(long)]
     sha256: Option<String>,
     /// gcc, clang, a versioned name (clang-16), or a path.
@@ -32,9 +34,10 @@ pub struct RunArgs {
     /// (as NAME-prebolt) unless the plain variant is listed.
     #[arg(long, value_delimiter = ',')]
     variants: Vec<String>,
-    /// Short training and benchmark, one variant: a first look in about an hour of building.
+    /// Short training and benchmark, one variant (pgo): a first look, three builds.
     #[arg(long)]
     quick: bool,
+    /// Where sources, builds, profiles, runs, packages and the run state live.
     #[arg(long = "work-dir", default_value = "pgoforge-work")]
     work_dir: PathBuf,
     /// Install missing dependencies with apt (as root, or through sudo).
@@ -52,23 +55,29 @@ pub struct RunArgs {
     /// Rows per table of the training dataset.
     #[arg(long = "train-table-size")]
     train_table_size: Option<u64>,
-    /// Benchmark workloads, comma-separated.
+    /// Benchmark workloads, comma-separated [point_select, read_only, read_write; --quick: the
+    /// first two].
     #[arg(long, value_delimiter = ',')]
     workloads: Vec<TestName>,
-    /// Benchmark client threads, comma-separated.
+    /// Benchmark client threads, comma-separated [4].
     #[arg(long, value_delimiter = ',')]
     threads: Vec<u32>,
+    /// Benchmark rounds; every variant runs once per round, in a new order each round [5; --quick 4].
     #[arg(long)]
     rounds: Option<u32>,
-    /// Seconds per measured benchmark run.
+    /// Seconds per measured benchmark run [30; --quick 10].
     #[arg(long)]
     time: Option<u64>,
+    /// Seconds of warm-up before each measured run [5; --quick 3].
     #[arg(long)]
     warmup: Option<u64>,
+    /// Tables of the benchmark dataset [4; --quick 2].
     #[arg(long)]
     tables: Option<u32>,
+    /// Rows per table of the benchmark dataset [100000; --quick 20000].
     #[arg(long = "table-size")]
     table_size: Option<u64>,
+    /// InnoDB buffer pool of every server the run starts.
     #[arg(long = "buffer-pool-mb", default_value_t = 2048)]
     buffer_pool_mb: u64,
     /// BOLT optimization flags instead of the probed ones, space-separated.
