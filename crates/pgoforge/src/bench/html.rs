@@ -195,6 +195,15 @@ pub fn html(r: &Report) -> String {
     o.push_str(&bars(r, "Throughput (TPS, mean with 95% CI)", &|c| {
         (c.tps.mean, c.tps.ci95.0, c.tps.ci95.1)
     }));
+    // Workloads differ by orders of magnitude in TPS; ratios put them on one scale.
+    o.push_str(&bars(
+        r,
+        "Throughput relative to the baseline (ratio of means, 95% bootstrap CI; 1 = baseline)",
+        &|c| match &c.tps_vs_baseline {
+            Some(k) => (k.ratio, k.ratio_ci95.0, k.ratio_ci95.1),
+            None => (1.0, 1.0, 1.0),
+        },
+    ));
     if let Some(s) = scaling(r) {
         o.push_str(&s);
     }
