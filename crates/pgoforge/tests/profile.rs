@@ -228,6 +228,9 @@ fn bolt_instruments_and_optimizes_a_fixture_binary() {
         flags.iter().any(|f| f.starts_with("-reorder-functions=")),
         "{flags:?}"
     );
+    // CI installs bolt-22, which calls `-icf=1` deprecated: the probe picks its spelling.
+    assert_eq!(b.major, 22, "the newest installed BOLT is found");
+    assert!(flags.contains(&"-icf=all".to_string()), "{flags:?}");
     let out = work.path().join("pgofix.bolt");
     let coverage = bolt::optimize_binary(
         &b,

@@ -89,7 +89,11 @@ pub fn probe_flags(bolt: &Bolt) -> Result<Vec<String>> {
         }
     }
     if has("-icf") {
-        f.push("-icf=1".into());
+        // Newer BOLT spells it `all` and calls `1` deprecated; older ones know only `1`.
+        let all = help
+            .lines()
+            .any(|l| l.trim_start().starts_with("=all") && l.contains("identical code folding"));
+        f.push(if all { "-icf=all" } else { "-icf=1" }.into());
     }
     Ok(f)
 }
