@@ -264,6 +264,17 @@ pub fn doctor_main(_: DoctorArgs) -> Result<i32> {
             }
         );
     }
+    println!("Build dependencies of the default recipe ({DEFAULT}):");
+    let recipe = Recipe::load(DEFAULT)?;
+    let check = pgoforge::pipeline::deps::check(&recipe, "gcc", false);
+    for p in &recipe.apt_packages {
+        let gone = check.missing.iter().any(|m| &m.package == p);
+        if check.unchecked.contains(p) {
+            println!("  ?        {p:<14} (no dpkg-query: not checked)");
+        } else {
+            tool_line(p, (!gone).then(|| "installed".to_string()), p, &mut missing);
+        }
+    }
     println!("Servers and workloads:");
     tool_line(
         "mariadbd",
