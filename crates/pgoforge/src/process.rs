@@ -7,6 +7,12 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
+/// Whether pgoforge runs as root (installs need no sudo, servers run with `user=root`).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// Runs `cmd` to completion and returns its stdout and stderr together; writes them to `log` when
 /// given. On failure the error names `what`, the exit status, the log and the output's last lines.
 pub fn run_tool(cmd: &mut Command, what: &str, log: Option<&Path>) -> Result<String> {

@@ -228,8 +228,7 @@ fn ensure_deb_src(suite: &str) -> Result<()> {
     if current.contains(&format!("Suites: {suite}")) || current.contains(&format!(" {suite}\n")) {
         return Ok(());
     }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !crate::process::is_root() {
         bail!(
             "fetching Debian source packages needs deb-src entries for '{suite}'; run pgoforge as root \
              once, or add to {DEB_SRC_FILE}:\nTypes: deb-src\nURIs: http://deb.debian.org/debian\nSuites: {suite}\nComponents: main"

@@ -93,28 +93,22 @@ fn one_binary_under_two_names_is_no_significant_difference() {
     assert!(e.contains("it has: debian, same"), "{e}");
 
     // Reports come from stored results only, identically every time.
+    let reports = || -> Vec<String> {
+        [
+            "report.md",
+            "report.json",
+            "report.csv",
+            "report.txt",
+            "report.html",
+        ]
+        .iter()
+        .map(|f| fs::read_to_string(dir.join(f)).unwrap())
+        .collect()
+    };
     report::write_all(&dir, &r).unwrap();
-    let first: Vec<String> = [
-        "report.md",
-        "report.json",
-        "report.csv",
-        "report.txt",
-        "report.html",
-    ]
-    .iter()
-    .map(|f| fs::read_to_string(dir.join(f)).unwrap())
-    .collect();
+    let first = reports();
     report::write_all(&dir, &report::build(&dir).unwrap()).unwrap();
-    let second: Vec<String> = [
-        "report.md",
-        "report.json",
-        "report.csv",
-        "report.txt",
-        "report.html",
-    ]
-    .iter()
-    .map(|f| fs::read_to_string(dir.join(f)).unwrap())
-    .collect();
+    let second = reports();
     assert_eq!(first, second);
     assert!(
         first[0].contains("| oltp_point_select | 2 | same |")
@@ -243,7 +237,7 @@ fn cachegrind_counts_repeat_for_one_binary_under_two_names() {
             ..ServerConfig::default()
         },
     };
-    let recs = cachegrind::measure(&plan, work.path(), &dir, &|_| {}).unwrap();
+    let recs = cachegrind::measure(&plan, work.path(), &dir, false, &|_| {}).unwrap();
     assert_eq!(recs.len(), 2);
     let (a, b) = (&recs[0].per_txn, &recs[1].per_txn);
     // A read-only transaction is 14 statements: hundreds of thousands of instructions at least.
@@ -272,9 +266,13 @@ fn cachegrind_counts_repeat_for_one_binary_under_two_names() {
         .unwrap()
         .next()
         .is_none());
-    let again =
-        cachegrind::measure(&plan, work.path(), &dir, &|_| panic!("nothing to redo")).unwrap();
+    let again = cachegrind::measure(&plan, work.path(), &dir, true, &|_| {
+        panic!("nothing to redo")
+    })
+    .unwrap();
     assert_eq!(counts(&again), counts(&recs));
+    let e = cachegrind::measure(&plan, work.path(), &dir, false, &|_| {}).unwrap_err();
+    assert!(e.to_string().contains("pass --resume"), "{e}");
     let md = cachegrind::markdown(&recs, "debian");
     assert!(md.contains("| oltp_read_only | same |"), "{md}");
 }

@@ -237,17 +237,43 @@ fn run_once(
     Ok((parse_counts(&text)?, took))
 }
 
-/// Measures every cell of `plan` into `dir/cachegrind.jsonl` (cells already there are kept).
+pub fn plan_path(dir: &Path) -> PathBuf {
+    dir.join("cachegrind-plan.json")
+}
+
+/// Measures every cell of `plan` into `dir/cachegrind.jsonl`. With `resume`, continues a
+/// measurement of the same plan already there (its cells are kept); a different plan is refused.
 pub fn measure(
     plan: &CgPlan,
     work_dir: &Path,
     dir: &Path,
+    resume: bool,
     log: &dyn Fn(&str),
 ) -> Result<Vec<CgRecord>> {
     if crate::toolchain::which("valgrind").is_none() {
         bail!("--measure cachegrind needs valgrind: apt-get install valgrind");
     }
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let pp = plan_path(dir);
+    match fs::read_to_string(&pp) {
+        Ok(old) => {
+            let old: CgPlan =
+                serde_json::from_str(&old).with_context(|| format!("reading {}", pp.display()))?;
+            if !resume || old != *plan {
+                bail!(
+                    "{} already holds a cachegrind measurement{}; choose another --run",
+                    dir.display(),
+                    if resume {
+                        " with a different plan"
+                    } else {
+                        " (pass --resume to continue it)"
+                    }
+                );
+            }
+        }
+        Err(_) => fs::write(&pp, serde_json::to_string_pretty(plan)?)
+            .with_context(|| format!("writing {}", pp.display()))?,
+    }
     let mut done = read_records(dir)?;
     let mut out = OpenOptions::new()
         .create(true)

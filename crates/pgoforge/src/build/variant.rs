@@ -121,6 +121,15 @@ pub enum ProfileInput {
 }
 
 impl ProfileInput {
+    /// What a user's `--profile PATH` means: a directory holds gcda files, a file is a .profdata.
+    pub fn from_path(p: std::path::PathBuf) -> ProfileInput {
+        if p.is_dir() {
+            ProfileInput::GccDir(p)
+        } else {
+            ProfileInput::Profdata(p)
+        }
+    }
+
     pub fn path(&self) -> &Path {
         match self {
             ProfileInput::GccDir(p) | ProfileInput::Profdata(p) => p,

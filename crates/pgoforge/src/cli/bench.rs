@@ -152,25 +152,7 @@ fn cachegrind_main(a: &BenchArgs, contenders: Vec<Contender>) -> Result<i32> {
     std::fs::create_dir_all(&a.work_dir)?;
     let work = std::fs::canonicalize(&a.work_dir)?;
     let dir = run_dir(a, &work);
-    let pp = dir.join("cachegrind-plan.json");
-    if let Ok(old) = std::fs::read_to_string(&pp) {
-        let old: CgPlan = serde_json::from_str(&old)?;
-        if !a.resume || old != plan {
-            anyhow::bail!(
-                "{} already holds a cachegrind measurement{}; choose another --run",
-                dir.display(),
-                if a.resume {
-                    " with a different plan"
-                } else {
-                    " (pass --resume to continue it)"
-                }
-            );
-        }
-    } else {
-        std::fs::create_dir_all(&dir)?;
-        std::fs::write(&pp, serde_json::to_string_pretty(&plan)?)?;
-    }
-    let recs = cachegrind::measure(&plan, &work, &dir, &|l| eprintln!("  {l}"))?;
+    let recs = cachegrind::measure(&plan, &work, &dir, a.resume, &|l| eprintln!("  {l}"))?;
     let md = cachegrind::markdown(&recs, &plan.contenders[0].name);
     std::fs::write(dir.join("cachegrind.md"), &md)?;
     print!("{md}");
@@ -192,10 +174,9 @@ pub struct ReportArgs {
 }
 
 pub fn report_main(a: ReportArgs) -> Result<i32> {
-    if !run::plan_path(&a.run).exists() && a.run.join("cachegrind-plan.json").exists() {
-        let plan: CgPlan = serde_json::from_str(&std::fs::read_to_string(
-            a.run.join("cachegrind-plan.json"),
-        )?)?;
+    let cg_plan = cachegrind::plan_path(&a.run);
+    if !run::plan_path(&a.run).exists() && cg_plan.exists() {
+        let plan: CgPlan = serde_json::from_str(&std::fs::read_to_string(&cg_plan)?)?;
         let recs = cachegrind::read_records(&a.run)?;
         print!("{}", cachegrind::markdown(&recs, &plan.contenders[0].name));
         return Ok(0);

@@ -67,13 +67,7 @@ pub fn build_main(a: BuildArgs) -> Result<i32> {
         a.sha256.as_deref(),
         &a.work_dir,
     )?;
-    let profile = a.profile.map(|p| {
-        if p.is_dir() {
-            ProfileInput::GccDir(p)
-        } else {
-            ProfileInput::Profdata(p)
-        }
-    });
+    let profile = a.profile.map(ProfileInput::from_path);
     let req = BuildRequest {
         recipe: &recipe,
         source: &src,

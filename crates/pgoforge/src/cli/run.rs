@@ -146,8 +146,7 @@ pub fn run_main(a: RunArgs) -> Result<i32> {
     }
     if !check.missing.is_empty() {
         let what: Vec<String> = check.missing.iter().map(|m| m.what.clone()).collect();
-        let root = unsafe { libc::geteuid() } == 0;
-        if a.install_deps || root {
+        if a.install_deps || pgoforge::process::is_root() {
             log(&format!(
                 "missing: {}; installing with apt: {}",
                 what.join(", "),
@@ -224,16 +223,16 @@ pub fn run_main(a: RunArgs) -> Result<i32> {
         cachegrind: a.cachegrind,
         show_progress: !a.json,
     };
-    let out = pipeline::run(&opts, &log)?;
+    let (out, rep) = pipeline::run(&opts, &log)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(0);
     }
-    print_summary(&out, t0.elapsed().as_secs_f64())?;
+    print_summary(&out, &rep, t0.elapsed().as_secs_f64());
     Ok(0)
 }
 
-fn print_summary(out: &Outcome, total: f64) -> Result<()> {
+fn print_summary(out: &Outcome, r: &report::Report, total: f64) {
     println!(
         "\nStages (this run's wall time; reused stages show the time they took when they ran):"
     );
@@ -246,9 +245,8 @@ fn print_summary(out: &Outcome, total: f64) -> Result<()> {
         println!("  {:<24} {how}", s.stage);
     }
     println!("  {:<24} {}", "total", human(total));
-    let r = report::build(&out.run_dir)?;
     println!();
-    print!("{}", report::text(&r));
+    print!("{}", report::text(r));
     for w in &out.warnings {
         println!("warning: {w}");
     }
@@ -267,7 +265,6 @@ fn print_summary(out: &Outcome, total: f64) -> Result<()> {
         (Some(w), None) => println!("Winner: {w} (not packaged: --no-package)"),
         (None, _) => println!("No variant measurably beat the baseline; nothing packaged."),
     }
-    Ok(())
 }
 
 #[derive(Args)]

@@ -129,7 +129,7 @@ pub fn install(c: &Check) -> Result<()> {
     if pkgs.is_empty() {
         return Ok(());
     }
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = crate::process::is_root();
     let sudo = |prog: &str| {
         if root {
             Command::new(prog)

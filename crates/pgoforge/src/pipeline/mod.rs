@@ -314,8 +314,27 @@ pub fn package_contender(
     })
 }
 
-/// Runs the whole pipeline.
-pub fn run(o: &Options, log: &dyn Fn(&str)) -> Result<Outcome> {
+fn build_request<'a>(
+    o: &'a Options,
+    src: &'a Source,
+    work: &'a Path,
+    variant: Variant,
+    profile: Option<&'a ProfileInput>,
+) -> BuildRequest<'a> {
+    BuildRequest {
+        recipe: o.recipe,
+        source: src,
+        variant,
+        compiler: o.compiler,
+        profile,
+        work_dir: work,
+        jobs: 0,
+        show_progress: o.show_progress,
+    }
+}
+
+/// Runs the whole pipeline; returns what it made and the benchmark's report.
+pub fn run(o: &Options, log: &dyn Fn(&str)) -> Result<(Outcome, Report)> {
     if o.variants.is_empty() {
         bail!("no variants to compare with the baseline");
     }
@@ -341,49 +360,37 @@ pub fn run(o: &Options, log: &dyn Fn(&str)) -> Result<Outcome> {
     })?;
     let build_one =
         |variant: Variant, profile: Option<&ProfileInput>| -> Result<(BuildOutput, Option<f64>)> {
-            let b = build::build(&BuildRequest {
-                recipe: o.recipe,
-                source: &src,
-                variant,
-                compiler: o.compiler,
-                profile,
-                work_dir: &work,
-                jobs: 0,
-                show_progress: o.show_progress,
-            })?;
+            let b = build::build(&build_request(o, &src, &work, variant, profile))?;
             let cached = b.cached.then_some(b.seconds);
             Ok((b, cached))
         };
     let baseline_variant: Variant = "baseline".parse().expect("valid");
+    let needs_profile = o.variants.iter().any(Variant::needs_profile);
+    // A given profile is resolved and checked once; the space check and the builds use it.
+    let given: Option<(ProfileInput, Option<Stored>)> = match &o.profile {
+        Some(p) if needs_profile => {
+            let p = fs::canonicalize(p).with_context(|| format!("--profile {}", p.display()))?;
+            let stored = p.parent().and_then(|d| Stored::load(d).ok());
+            if let Some(s) = &stored {
+                check_belongs(s, &src.hash, &o.compiler.label())?;
+            }
+            Some((ProfileInput::from_path(p), stored))
+        }
+        _ => None,
+    };
     // Builds not yet finished (those needing a profile not yet trained count as not finished).
     let finished = |v: Variant, p: Option<&ProfileInput>| {
-        build::plan(&BuildRequest {
-            recipe: o.recipe,
-            source: &src,
-            variant: v,
-            compiler: o.compiler,
-            profile: p,
-            work_dir: &work,
-            jobs: 0,
-            show_progress: false,
-        })
-        .map(|(_, d)| d.join("build.json").is_file())
-        .unwrap_or(false)
+        build::plan(&build_request(o, &src, &work, v, p))
+            .map(|(_, d)| d.join("build.json").is_file())
+            .unwrap_or(false)
     };
-    let given = o.profile.as_ref().map(|p| {
-        if p.is_dir() {
-            ProfileInput::GccDir(p.clone())
-        } else {
-            ProfileInput::Profdata(p.clone())
-        }
-    });
     let mut to_build = usize::from(!finished(baseline_variant, None));
-    if o.profile.is_none() && o.variants.iter().any(Variant::needs_profile) {
+    if o.profile.is_none() && needs_profile {
         to_build += usize::from(!finished("pgo-gen".parse().expect("valid"), None));
     }
     for &v in &o.variants {
         let p = if v.needs_profile() {
-            given.as_ref()
+            given.as_ref().map(|(i, _)| i)
         } else {
             None
         };
@@ -397,21 +404,10 @@ pub fn run(o: &Options, log: &dyn Fn(&str)) -> Result<Outcome> {
     })?;
 
     // The compiler profile: given, or trained on the instrumented build.
-    let needs_profile = o.variants.iter().any(Variant::needs_profile);
     let profile: Option<(ProfileInput, Option<Stored>)> = if !needs_profile {
         None
-    } else if let Some(p) = &o.profile {
-        let p = fs::canonicalize(p).with_context(|| format!("--profile {}", p.display()))?;
-        let stored = p.parent().and_then(|d| Stored::load(d).ok());
-        if let Some(s) = &stored {
-            check_belongs(s, &src.hash, &o.compiler.label())?;
-        }
-        let input = if p.is_dir() {
-            ProfileInput::GccDir(p)
-        } else {
-            ProfileInput::Profdata(p)
-        };
-        Some((input, stored))
+    } else if given.is_some() {
+        given
     } else {
         let gen_variant: Variant = "pgo-gen".parse().expect("valid");
         let gen = timed(&mut t, log, "build pgo-gen", || {
@@ -647,7 +643,7 @@ pub fn run(o: &Options, log: &dyn Fn(&str)) -> Result<Outcome> {
             |n: &usize| cachegrind::read_records(&run_dir).is_ok_and(|r| r.len() == *n),
             || {
                 with_progress(o.show_progress, "cachegrind", false, log, |log, _| {
-                    Ok(cachegrind::measure(&cg, &work, &run_dir, log)?.len())
+                    Ok(cachegrind::measure(&cg, &work, &run_dir, true, log)?.len())
                 })
             },
         )?;
@@ -694,7 +690,7 @@ pub fn run(o: &Options, log: &dyn Fn(&str)) -> Result<Outcome> {
     }
     outcome.timings = t.timings.clone();
     outcome.save(&work)?;
-    Ok(outcome)
+    Ok((outcome, rep))
 }
 
 #[cfg(test)]

@@ -31,8 +31,7 @@ pub fn random_password() -> Result<String> {
 
 /// The OS user the server runs as and MariaDB's socket-authenticated superuser.
 pub fn os_user() -> String {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
+    if crate::process::is_root() {
         return "root".into();
     }
     std::env::var("USER").unwrap_or_else(|_| "root".into())
