@@ -205,9 +205,10 @@ pub fn flags(i: &FlagInputs) -> FlagSet {
                     format!("-fprofile-prefix-path={}", i.build_dir.display()),
                     s("-Wmissing-profile"),
                     // Generated sources (bison's parsers) carry #line paths into the build
-                    // directory, which differs between the gen and the use build; GCC then calls the
-                    // profile of those functions "out of date" and, by default, fails the build. Warn
-                    // (counted and reported) and build without those functions' profile instead.
+                    // directory, which differs between the gen and the use build, so the source
+                    // location checksum differs and GCC, by default, fails the build. The control
+                    // flow checksum still matches and GCC then uses the counts anyway (checked on a
+                    // small file: same code as a same-directory build), so a warning is enough.
                     s("-Wno-error=coverage-mismatch"),
                 ]);
             } else if i.pgo_style == PgoStyle::Flags {
