@@ -263,7 +263,16 @@ pub fn markdown(r: &Report) -> String {
     for c in &r.cells {
         let (g, ci, p) = match &c.tps_vs_baseline {
             Some(v) => (
-                format!("{} ({})", pct(v.ratio), v.verdict),
+                // The verdict's own numbers are the next columns; say only which way it went.
+                format!(
+                    "{} {}",
+                    pct(v.ratio),
+                    match (v.significant, v.ratio > 1.0) {
+                        (false, _) => "(not significant)",
+                        (true, true) => "faster",
+                        (true, false) => "slower",
+                    }
+                ),
                 format!("[{}, {}]", pct(v.ratio_ci95.0), pct(v.ratio_ci95.1)),
                 format!("{:.3}", v.p_value),
             ),
