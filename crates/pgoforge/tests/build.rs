@@ -353,6 +353,20 @@ fn a_failing_build_shows_its_log_and_is_never_cached() {
         "a failed build is not recorded as done"
     );
     assert!(build(&req).is_err(), "and it is not taken from the cache");
+
+    // Mended in place (as after a crash, the same key and directory): the build resumes there,
+    // keeps the earlier attempts' log and counts their time.
+    fs::copy(fixture().join("src/kv.c"), src.dir.join("src/kv.c")).unwrap();
+    let out = build(&req).unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(out.dir, fs::canonicalize(&builds[0]).unwrap());
+    assert_eq!(out.attempts, 3, "two failed attempts and this one");
+    let log = fs::read_to_string(&out.log).unwrap();
+    assert!(
+        log.contains("syntax error"),
+        "the failed attempts' output stays"
+    );
+    assert_eq!(log.matches("stopped unfinished after").count(), 2, "{log}");
+    assert!(out.seconds > 0.0);
 }
 
 #[test]

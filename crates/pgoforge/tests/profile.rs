@@ -280,6 +280,7 @@ fn fake_gen(work: &Path) -> BuildOutput {
         flags: Default::default(),
         missing_profile_warnings: 0,
         seconds: 0.0,
+        attempts: 1,
         jobs: 1,
         targets: vec!["mariadbd".into()],
         log: work.join("log"),

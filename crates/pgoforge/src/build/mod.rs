@@ -55,10 +55,16 @@ pub struct BuildOutput {
     /// Where an instrumented binary writes its profiles.
     pub profile_gen_dir: Option<PathBuf>,
     pub flags: FlagSet,
-    /// Warnings about functions or files without usable profile data (missing, or out of date after
-    /// a source-location change); reported, never hidden.
+    /// Warnings about functions or files without usable profile data (missing, or dropped because
+    /// the control flow changed); reported, never hidden. GCC's "source locations ... have changed"
+    /// is not one: it still uses those counts.
     pub missing_profile_warnings: u64,
+    /// Wall time of the build, including earlier attempts that stopped unfinished in the same
+    /// directory (their objects were reused).
     pub seconds: f64,
+    /// 1, or more when an interrupted build was resumed.
+    #[serde(default = "one")]
+    pub attempts: u32,
     pub jobs: usize,
     /// The make targets this build has built.
     #[serde(default)]
@@ -67,6 +73,58 @@ pub struct BuildOutput {
     /// True when this result came from the cache.
     #[serde(skip)]
     pub cached: bool,
+}
+
+fn one() -> u32 {
+    1
+}
+
+const ATTEMPT_START: &str = "=== pgoforge: build attempt started at unix time ";
+const ATTEMPT_STOPPED: &str = "=== pgoforge: the attempt above stopped unfinished after ";
+
+/// Earlier attempts of a build, read from the log they left.
+#[derive(Debug, Default, PartialEq)]
+struct Earlier {
+    attempts: u32,
+    /// Their known wall time.
+    seconds: f64,
+    /// The last attempt's time, not yet written in the log: from its start marker to the log's
+    /// last write (`mtime`), which is when it stopped.
+    unrecorded: Option<f64>,
+}
+
+fn earlier_attempts(log: &str, mtime: u64) -> Earlier {
+    let mut e = Earlier::default();
+    let mut open_since: Option<u64> = None;
+    for line in log.lines() {
+        if let Some(t) = line.strip_prefix(ATTEMPT_START) {
+            e.attempts += 1;
+            open_since = t.split_whitespace().next().and_then(|t| t.parse().ok());
+        } else if let Some(d) = line.strip_prefix(ATTEMPT_STOPPED) {
+            e.seconds += d
+                .split_whitespace()
+                .next()
+                .and_then(|d| d.parse::<f64>().ok())
+                .unwrap_or(0.0);
+            open_since = None;
+        }
+    }
+    // A log from before the markers existed: one attempt of unknown length.
+    if e.attempts == 0 && !log.trim().is_empty() {
+        e.attempts = 1;
+    }
+    if let Some(start) = open_since {
+        let d = mtime.saturating_sub(start) as f64;
+        e.seconds += d;
+        e.unrecorded = Some(d);
+    }
+    e
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// Jobs for `make -j`: one per core, but no more than memory allows (about 1.5 GiB per job).
@@ -209,8 +267,29 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
         version_suffix_arg: req.recipe.build.version_suffix_arg.as_deref(),
     });
     let log_path = dir.join("build.log");
-    let mut log =
-        File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
+    // An interrupted attempt's log stays: its warnings belong to objects this attempt reuses.
+    let earlier = match fs::metadata(&log_path) {
+        Ok(m) => {
+            let mtime = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_secs());
+            let text = fs::read_to_string(&log_path)
+                .with_context(|| format!("reading {}", log_path.display()))?;
+            earlier_attempts(&text, mtime)
+        }
+        Err(_) => Earlier::default(),
+    };
+    let mut log = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .with_context(|| format!("opening {}", log_path.display()))?;
+    if let Some(d) = earlier.unrecorded {
+        writeln!(log, "{ATTEMPT_STOPPED}{d:.0} s ===")?;
+    }
+    writeln!(log, "{ATTEMPT_START}{} ===", unix_now())?;
     let t0 = Instant::now();
 
     let cflags = flags.cflags.join(" ");
@@ -303,7 +382,8 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
         .lines()
         .filter(|l| {
             l.contains("[-Wmissing-profile]")
-                || l.contains("[-Wcoverage-mismatch]")
+                || (l.contains("[-Wcoverage-mismatch]")
+                    && !l.contains("source locations for function"))
                 || l.contains("[-Wprofile-instr-")
         })
         .count() as u64;
@@ -319,7 +399,8 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
         profile_gen_dir: (v.stage == Stage::PgoGen).then_some(gen_dir),
         flags,
         missing_profile_warnings: missing,
-        seconds: t0.elapsed().as_secs_f64(),
+        seconds: earlier.seconds + t0.elapsed().as_secs_f64(),
+        attempts: earlier.attempts + 1,
         jobs,
         targets: req.recipe.build.targets.clone(),
         log: log_path,
@@ -366,4 +447,25 @@ fn run_logged(cmd: &mut Command, log: &mut File, bar: Option<&ProgressBar>) -> R
         bail!("{:?} exited with {status}", cmd.get_program());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn earlier_attempts_add_up_from_the_log() {
+        assert_eq!(earlier_attempts("", 100), Earlier::default());
+        // A log without markers (older pgoforge): one attempt, length unknown.
+        let old = earlier_attempts("[ 10%] Building C object a.o\n", 100);
+        assert_eq!((old.attempts, old.seconds, old.unrecorded), (1, 0.0, None));
+        // Stopped once (recorded on resume), then stopped again: the open one ends at mtime.
+        let log = format!(
+            "{ATTEMPT_START}1000 ===\n[ 5%] x\n{ATTEMPT_STOPPED}300 s ===\n{ATTEMPT_START}2000 ===\n[ 50%] y\n"
+        );
+        let e = earlier_attempts(&log, 2450);
+        assert_eq!(e.attempts, 2);
+        assert_eq!(e.unrecorded, Some(450.0));
+        assert_eq!(e.seconds, 750.0);
+    }
 }

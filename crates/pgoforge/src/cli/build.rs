@@ -96,8 +96,13 @@ pub fn build_main(a: BuildArgs) -> Result<i32> {
         if out.cached { "is cached" } else { "built" },
         out.binary.display()
     );
+    let attempts = if out.attempts > 1 {
+        format!(" over {} attempts (resumed)", out.attempts)
+    } else {
+        String::new()
+    };
     println!(
-        "  {:.1} MiB, {:.0} s with -j{}, log {}",
+        "  {:.1} MiB, {:.0} s{attempts} with -j{}, log {}",
         out.binary_size as f64 / 1048576.0,
         out.seconds,
         out.jobs,

@@ -361,6 +361,13 @@ pub fn run(o: &Options, log: &dyn Fn(&str)) -> Result<(Outcome, Report)> {
     let build_one =
         |variant: Variant, profile: Option<&ProfileInput>| -> Result<(BuildOutput, Option<f64>)> {
             let b = build::build(&build_request(o, &src, &work, variant, profile))?;
+            if !b.cached && b.attempts > 1 {
+                log(&format!(
+                    "build {variant}: resumed an unfinished build; {} in {} attempts",
+                    human(b.seconds),
+                    b.attempts
+                ));
+            }
             let cached = b.cached.then_some(b.seconds);
             Ok((b, cached))
         };
