@@ -136,11 +136,7 @@ fn walk(root: &Path, d: &Path, out: &mut Vec<String>) -> Result<()> {
             walk(root, &e.path(), out)?;
         } else if ty.is_file() {
             let m = e.metadata()?;
-            let mtime = m
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_secs());
+            let mtime = m.modified().map_or(0, crate::profile::unix_secs);
             let rel = e
                 .path()
                 .strip_prefix(root)

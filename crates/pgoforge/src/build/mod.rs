@@ -121,12 +121,6 @@ fn earlier_attempts(log: &str, mtime: u64) -> Earlier {
     e
 }
 
-fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 /// Jobs for `make -j`: one per core, but no more than memory allows (about 1.5 GiB per job).
 pub fn default_jobs() -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -270,11 +264,7 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
     // An interrupted attempt's log stays: its warnings belong to objects this attempt reuses.
     let earlier = match fs::metadata(&log_path) {
         Ok(m) => {
-            let mtime = m
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_secs());
+            let mtime = m.modified().map_or(0, crate::profile::unix_secs);
             let text = fs::read_to_string(&log_path)
                 .with_context(|| format!("reading {}", log_path.display()))?;
             earlier_attempts(&text, mtime)
@@ -289,7 +279,7 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
     if let Some(d) = earlier.unrecorded {
         writeln!(log, "{ATTEMPT_STOPPED}{d:.0} s ===")?;
     }
-    writeln!(log, "{ATTEMPT_START}{} ===", unix_now())?;
+    writeln!(log, "{ATTEMPT_START}{} ===", crate::profile::now_secs())?;
     let t0 = Instant::now();
 
     let cflags = flags.cflags.join(" ");

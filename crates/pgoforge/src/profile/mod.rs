@@ -348,7 +348,11 @@ pub fn check_belongs(p: &Stored, source_hash: &str, compiler_label: &str) -> Res
 }
 
 pub fn now_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
+    unix_secs(std::time::SystemTime::now())
+}
+
+/// Seconds since the Unix epoch (0 for a time before it).
+pub fn unix_secs(t: std::time::SystemTime) -> u64 {
+    t.duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }
