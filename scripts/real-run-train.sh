@@ -14,9 +14,10 @@ t0=$(stamp)
 t1=$(stamp)
 "$PGOFORGE" build --variant pgo-gen --work-dir "$WORK" --json > "$WORK/pgo-gen.json"
 t2=$(stamp)
-"$PGOFORGE" train --work-dir "$WORK" "${MIX[@]}" | tee "$WORK/train.txt"
+"$PGOFORGE" train --work-dir "$WORK" "${MIX[@]}" --json > "$WORK/train.json"
 t3=$(stamp)
-profile=$(sed -n 's/^Next: .* --profile //p' "$WORK/train.txt")
+# The stored profile's record: its data is the gcda directory beside meta.json.
+profile=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['dir'] + '/gcda')" "$WORK/train.json")
 "$PGOFORGE" build --variant pgo+bolt --profile "$profile" --work-dir "$WORK" --json > "$WORK/pgo-bolt.json"
 t4=$(stamp)
 pgo_bin=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['binary'])" "$WORK/pgo-bolt.json")

@@ -109,6 +109,15 @@ impl Default for IgnoreErrors {
 }
 
 impl IgnoreErrors {
+    /// What a long write workload must survive: sysbench's defaults (deadlock, record changed,
+    /// lock wait timeout) and a duplicate key (two connections drawing the same id to insert).
+    pub fn survivable() -> IgnoreErrors {
+        IgnoreErrors {
+            all: false,
+            codes: vec![1213, 1020, 1205, 1062],
+        }
+    }
+
     pub fn contains(&self, code: u16) -> bool {
         self.all || self.codes.contains(&code)
     }

@@ -1,10 +1,11 @@
 //! pgoforge's pipeline stages, one module each. The CLI (src/main.rs, src/cli/) composes them.
 
 pub mod bench;
-pub mod build;
+pub mod builder;
+pub mod events;
+pub mod infra;
 pub mod package;
 pub mod pipeline;
-pub mod process;
 pub mod profile;
 pub mod recipe;
 pub mod server;

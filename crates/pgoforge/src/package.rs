@@ -15,9 +15,9 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::infra::fs::sha256_file;
 use crate::server::flavor::Flavor;
 use crate::server::Layout;
-use crate::source::sha256_file;
 
 /// A measured gain over the baseline, as the report states it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -57,6 +57,11 @@ pub struct Manifest {
     pub binary_note: String,
 }
 
+/// Where a work dir's packages go.
+pub fn packages_dir(work: &Path) -> PathBuf {
+    work.join("packages")
+}
+
 pub struct PackageRequest<'a> {
     pub binary: &'a Path,
     /// Where the binary's share files are (see `Layout::discover`).
@@ -81,40 +86,6 @@ fn installed_name(binary: &Path) -> String {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "mysqld".into());
     n.strip_suffix(".bolt").map(str::to_string).unwrap_or(n)
-}
-
-fn copy_tree(from: &Path, to: &Path) -> Result<()> {
-    fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
-    for e in fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
-        let e = e?;
-        let (src, dst) = (e.path(), to.join(e.file_name()));
-        if e.file_type()?.is_dir() {
-            copy_tree(&src, &dst)?;
-        } else {
-            fs::copy(&src, &dst)
-                .with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
-        }
-    }
-    Ok(())
-}
-
-/// Every regular file under `root`, relative to it, sorted.
-fn files_under(root: &Path) -> Result<Vec<PathBuf>> {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-        for e in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
-            let e = e?;
-            if e.file_type()?.is_dir() {
-                walk(root, &e.path(), out)?;
-            } else {
-                out.push(e.path().strip_prefix(root)?.to_path_buf());
-            }
-        }
-        Ok(())
-    }
-    let mut out = Vec::new();
-    walk(root, root, &mut out)?;
-    out.sort();
-    Ok(out)
 }
 
 fn version_line(bin: &Path) -> Option<String> {
@@ -206,11 +177,11 @@ pub fn package(req: &PackageRequest) -> Result<Package> {
     for e in fs::read_dir(messages).with_context(|| format!("reading {}", messages.display()))? {
         let e = e?;
         if e.path().join("errmsg.sys").is_file() {
-            copy_tree(&e.path(), &share.join(e.file_name()))?;
+            crate::infra::fs::copy_tree(&e.path(), &share.join(e.file_name()))?;
         }
     }
     if let Some(cs) = &req.layout.charsets_dir {
-        copy_tree(cs, &share.join("charsets"))?;
+        crate::infra::fs::copy_tree(cs, &share.join("charsets"))?;
     }
     if !flavor.family.is_mysql_like() {
         for s in req.layout.bootstrap_scripts(req.binary)? {
@@ -222,7 +193,10 @@ pub fn package(req: &PackageRequest) -> Result<Package> {
         root.join("manifest.json"),
         serde_json::to_string_pretty(&m)? + "\n",
     )?;
-    let files = files_under(&root)?;
+    let files: Vec<PathBuf> = crate::infra::fs::files_under(&root, "")?
+        .into_iter()
+        .map(|f| f.strip_prefix(&root).map(Path::to_path_buf))
+        .collect::<Result<_, _>>()?;
     let mut sums = String::new();
     for f in &files {
         sums += &format!("{}  {}\n", sha256_file(&root.join(f))?, f.display());

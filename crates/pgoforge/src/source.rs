@@ -9,6 +9,8 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::infra::fs::{hex, sha256_file};
+
 use crate::recipe::{Recipe, SourceSpec};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,19 +24,9 @@ pub struct Source {
     pub origin: String,
 }
 
-pub fn sha256_file(p: &Path) -> Result<String> {
-    let mut f = fs::File::open(p).with_context(|| format!("opening {}", p.display()))?;
-    let mut h = Sha256::new();
-    std::io::copy(&mut f, &mut h).with_context(|| format!("reading {}", p.display()))?;
-    Ok(hex(&h.finalize()))
-}
-
-pub fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
 fn run(cmd: &mut Command, what: &str) -> Result<()> {
-    crate::process::run_tool(cmd, what, None).map(|_| ())
+    crate::infra::runner::run_tool(cmd, what, None)?;
+    Ok(())
 }
 
 /// Resolves the source for `recipe`, or the user's `--source` (a directory, tarball or URL).
@@ -136,7 +128,7 @@ fn walk(root: &Path, d: &Path, out: &mut Vec<String>) -> Result<()> {
             walk(root, &e.path(), out)?;
         } else if ty.is_file() {
             let m = e.metadata()?;
-            let mtime = m.modified().map_or(0, crate::profile::unix_secs);
+            let mtime = m.modified().map_or(0, crate::infra::time::unix_secs);
             let rel = e
                 .path()
                 .strip_prefix(root)
@@ -224,7 +216,7 @@ fn ensure_deb_src(suite: &str) -> Result<()> {
     if current.contains(&format!("Suites: {suite}")) || current.contains(&format!(" {suite}\n")) {
         return Ok(());
     }
-    if !crate::process::is_root() {
+    if !crate::infra::is_root() {
         bail!(
             "fetching Debian source packages needs deb-src entries for '{suite}'; run pgoforge as root \
              once, or add to {DEB_SRC_FILE}:\nTypes: deb-src\nURIs: http://deb.debian.org/debian\nSuites: {suite}\nComponents: main"
@@ -260,13 +252,7 @@ fn from_debian(package: &str, version: &str, suite: &str, sources: &Path) -> Res
             }
         }
     }
-    if Command::new("dpkg-source")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        bail!("dpkg-source is missing (needed to unpack Debian source packages): apt-get install dpkg-dev");
-    }
+    crate::infra::tools::require("dpkg-source", "unpacking Debian source packages")?;
     ensure_deb_src(suite)?;
     let tmp = sources.join(format!(".apt-source-{}", std::process::id()));
     let _ = fs::remove_dir_all(&tmp);

@@ -10,9 +10,13 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::infra::fs::{files_under, hex};
+pub use crate::infra::tools::which;
 
 /// Which command-line dialect a compiler speaks for PGO, LTO and BOLT flags.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum FlagFamily {
     Gcc,
@@ -29,19 +33,6 @@ pub struct Compiler {
     pub major: u32,
     /// llvm-profdata of the same LLVM major (Clang only).
     pub profdata: Option<PathBuf>,
-}
-
-/// A program by path or by name on PATH.
-pub fn which(name: &str) -> Option<PathBuf> {
-    if name.contains('/') {
-        let p = PathBuf::from(name);
-        return p.is_file().then_some(p);
-    }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join(name))
-            .find(|p| p.is_file())
-    })
 }
 
 fn version_line(bin: &Path) -> Result<String> {
@@ -169,6 +160,62 @@ impl Compiler {
                 self.major, self.label(), self.major
             )
         })
+    }
+}
+
+/// The profile a pgo build consumes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProfileInput {
+    /// A directory of GCC .gcda files, as written by the pgo-gen build.
+    GccDir(PathBuf),
+    /// A merged LLVM .profdata file.
+    Profdata(PathBuf),
+}
+
+impl ProfileInput {
+    /// What a user's `--profile PATH` means: a directory holds gcda files, a file is a .profdata.
+    pub fn from_path(p: PathBuf) -> ProfileInput {
+        if p.is_dir() {
+            ProfileInput::GccDir(p)
+        } else {
+            ProfileInput::Profdata(p)
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        match self {
+            ProfileInput::GccDir(p) | ProfileInput::Profdata(p) => p,
+        }
+    }
+
+    /// The hash of the profile's content (file names and bytes for a gcda directory): what a
+    /// build's key holds, so a retrained profile gives a new build.
+    pub fn content_hash(&self) -> Result<String> {
+        let mut h = Sha256::new();
+        match self {
+            ProfileInput::Profdata(f) => {
+                let mut file = std::fs::File::open(f)
+                    .with_context(|| format!("opening profile {}", f.display()))?;
+                std::io::copy(&mut file, &mut h)?;
+            }
+            ProfileInput::GccDir(d) => {
+                let files = if d.is_dir() {
+                    files_under(d, "gcda")?
+                } else {
+                    Vec::new()
+                };
+                if files.is_empty() {
+                    bail!("profile directory {} holds no .gcda files", d.display());
+                }
+                for f in files {
+                    h.update(f.strip_prefix(d).unwrap_or(&f).to_string_lossy().as_bytes());
+                    h.update(
+                        std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?,
+                    );
+                }
+            }
+        }
+        Ok(hex(&h.finalize()))
     }
 }
 

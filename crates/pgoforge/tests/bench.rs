@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use oltp::settings::TestName;
 use pgoforge::bench::report;
 use pgoforge::bench::run::{self, read_records, Contender, Plan};
+use pgoforge::bench::spec::BenchSpec;
 use pgoforge::server::ServerConfig;
 
 const MARIADBD: &str = "/usr/sbin/mariadbd";
@@ -27,13 +28,15 @@ fn plan(rounds: u32) -> Plan {
                 buffer_pool_mb: None,
             },
         ],
-        workloads: vec![TestName::OltpPointSelect],
-        threads: vec![2],
-        rounds,
-        seconds: 2,
-        warmup_seconds: 1,
-        tables: 1,
-        table_size: 5000,
+        spec: BenchSpec {
+            workloads: vec![TestName::OltpPointSelect],
+            threads: vec![2],
+            rounds,
+            seconds: 2,
+            warmup_seconds: 1,
+            tables: 1,
+            table_size: 5000,
+        },
         config: ServerConfig {
             buffer_pool_mb: 128,
             redo_log_mb: 32,
@@ -67,7 +70,7 @@ fn one_binary_under_two_names_is_no_significant_difference() {
     let r = report::build(&dir).unwrap();
     let same = r.cells.iter().find(|c| c.contender == "same").unwrap();
     let cmp = same.tps_vs_baseline.as_ref().unwrap();
-    assert_eq!(cmp.verdict, "no significant difference", "{cmp:?}");
+    assert_eq!(cmp.sentence(), "no significant difference", "{cmp:?}");
     assert!(
         cmp.ratio_ci95.0 < 1.05 && cmp.ratio_ci95.1 > 0.95,
         "{cmp:?}"
@@ -86,7 +89,7 @@ fn one_binary_under_two_names_is_no_significant_difference() {
         (back.ratio * cmp.ratio - 1.0).abs() < 1e-9,
         "{back:?} {cmp:?}"
     );
-    assert_eq!(back.verdict, "no significant difference");
+    assert_eq!(back.sentence(), "no significant difference");
     let e = report::build_against(&dir, Some("nope"))
         .unwrap_err()
         .to_string();
@@ -105,9 +108,9 @@ fn one_binary_under_two_names_is_no_significant_difference() {
         .map(|f| fs::read_to_string(dir.join(f)).unwrap())
         .collect()
     };
-    report::write_all(&dir, &r).unwrap();
+    pgoforge::bench::export::write_all(&dir, &r).unwrap();
     let first = reports();
-    report::write_all(&dir, &report::build(&dir).unwrap()).unwrap();
+    pgoforge::bench::export::write_all(&dir, &report::build(&dir).unwrap()).unwrap();
     let second = reports();
     assert_eq!(first, second);
     assert!(
@@ -167,7 +170,7 @@ fn an_interrupted_run_resumes_and_bad_input_is_refused() {
     );
     // A different plan cannot resume this run.
     let mut other = p.clone();
-    other.seconds = 3;
+    other.spec.seconds = 3;
     assert!(run::run(&other, work.path(), &dir, true, &|_| {})
         .unwrap_err()
         .to_string()
@@ -273,6 +276,8 @@ fn cachegrind_counts_repeat_for_one_binary_under_two_names() {
     assert_eq!(counts(&again), counts(&recs));
     let e = cachegrind::measure(&plan, work.path(), &dir, false, &|_| {}).unwrap_err();
     assert!(e.to_string().contains("pass --resume"), "{e}");
-    let md = cachegrind::markdown(&recs, "debian");
+    let md = pgoforge::bench::export::markdown::table(
+        &pgoforge::bench::export::document::cachegrind_table(&recs, "debian"),
+    );
     assert!(md.contains("| oltp_read_only | same |"), "{md}");
 }

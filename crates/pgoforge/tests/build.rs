@@ -9,7 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pgoforge::build::{build, BuildOutput, BuildRequest, ProfileInput};
+use pgoforge::builder::{build, BuildOutput, BuildRequest, ProfileInput};
 use pgoforge::recipe::Recipe;
 use pgoforge::source::{self, Source};
 use pgoforge::toolchain::Compiler;
@@ -59,7 +59,7 @@ fn make(
         profile,
         work_dir: c.work.path(),
         jobs: 2,
-        show_progress: false,
+        progress: None,
     })
     .unwrap_or_else(|e| panic!("building {variant}: {e:#}"))
 }
@@ -265,7 +265,8 @@ fn bad_input_gives_clear_errors() {
     assert!(e.contains("refusing to build it"), "{e}");
     let ok = source::fetch(&c.recipe, Some(tgz.to_str().unwrap()), None, c.work.path()).unwrap();
     assert!(
-        ok.dir.join("CMakeLists.txt").is_file() && ok.hash == source::sha256_file(&tgz).unwrap()
+        ok.dir.join("CMakeLists.txt").is_file()
+            && ok.hash == pgoforge::infra::fs::sha256_file(&tgz).unwrap()
     );
     // URLs need a sha256.
     let e = source::fetch(
@@ -292,7 +293,7 @@ fn bad_input_gives_clear_errors() {
             profile,
             work_dir: c.work.path(),
             jobs: 1,
-            show_progress: false,
+            progress: None,
         })
         .unwrap_err()
         .to_string()
@@ -336,7 +337,7 @@ fn a_failing_build_shows_its_log_and_is_never_cached() {
         profile: None,
         work_dir: work.path(),
         jobs: 1,
-        show_progress: false,
+        progress: None,
     };
     let e = format!("{:#}", build(&req).unwrap_err());
     assert!(

@@ -1,15 +1,22 @@
-//! `pgoforge run`'s orchestration on the fixture project with real gcc: a variant whose build fails
-//! is left out and named; with nothing left to compare the run stops before the gate and benchmark
-//! and records no stage it did not finish.
+//! `pgoforge run`'s pipeline on real code paths without compiling a server:
+//! - the fixture project with real gcc: a variant whose build fails is left out and named; with
+//!   nothing left to compare the run stops before the gate and benchmark and records no stage it
+//!   did not finish;
+//! - the stand-in source (tests/fixtures/standin: Debian's mariadbd copied by a real CMake build):
+//!   every stage succeeds, the winner is packaged, a rerun reuses everything, and a benchmark cut
+//!   short resumes without double-counting.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use oltp::settings::TestName;
-use pgoforge::pipeline::{self, state::Tracker, BenchSettings, Options};
+use pgoforge::bench::spec::BenchSpec;
+use pgoforge::events::{Collect, Event};
+use pgoforge::pipeline::{self, Env, RunPlan, RunRequest, Tracker};
 use pgoforge::profile::train::Mix;
 use pgoforge::recipe::Recipe;
+use pgoforge::server::ServerConfig;
 use pgoforge::toolchain::{Compiler, FlagFamily};
 
 fn fixture() -> PathBuf {
@@ -42,39 +49,34 @@ fn a_variant_that_fails_to_build_is_named_and_nothing_half_done_is_recorded() {
     let cc = no_lto_gcc(t.path());
     let recipe = Recipe::load(fixture().join("recipe.toml").to_str().unwrap()).unwrap();
     let work = t.path().join("work");
-    let opts = Options {
-        recipe: &recipe,
+    let req = RunRequest {
+        recipe,
         source: Some(fixture().to_str().unwrap().into()),
         sha256: None,
-        compiler: &cc,
+        compiler: cc,
         variants: vec!["lto".parse().unwrap()],
         profile: None,
         mix: Mix::quick(),
-        bench: BenchSettings {
-            workloads: vec![TestName::OltpPointSelect],
-            threads: vec![1],
-            rounds: 1,
-            seconds: 1,
-            warmup_seconds: 0,
-            tables: 1,
-            table_size: 10,
+        bench: tiny_bench(1),
+        server: ServerConfig {
             buffer_pool_mb: 64,
+            ..ServerConfig::default()
         },
         bolt_flags: None,
         work_dir: work.clone(),
         package: true,
         cachegrind: false,
-        show_progress: false,
     };
-    let lines = std::cell::RefCell::new(Vec::new());
-    let e = pipeline::run(&opts, &|l| lines.borrow_mut().push(l.to_string())).unwrap_err();
+    let plan = RunPlan::resolve(req, &Env::default()).unwrap();
+    let events = Collect::default();
+    let e = pipeline::run(&plan, &events).unwrap_err();
+    let lines = events.lines();
     let e = format!("{e:#}");
     assert!(e.contains("no variant was built"), "{e}");
     assert!(
         e.contains("lto: build failed") && e.contains("LTO is not supported"),
         "{e}"
     );
-    let lines = lines.into_inner();
     assert!(
         lines.iter().any(|l| l.starts_with("build baseline: done")),
         "{lines:?}"
@@ -100,12 +102,133 @@ fn a_variant_that_fails_to_build_is_named_and_nothing_half_done_is_recorded() {
         builds.iter().any(|(n, done)| n.contains("-lto-") && !*done),
         "{builds:?}"
     );
-    // No gate, benchmark or package recorded, no outcome written.
-    let state = Tracker::open(&work, &|_| {}).unwrap();
-    assert!(
-        state.state().stages.is_empty(),
-        "{:?}",
-        state.state().stages.keys()
-    );
+    // No gate, benchmark or package recorded, no outcome written (the source and the finished
+    // baseline build are).
+    let state = Tracker::open(&work).unwrap();
+    let recorded: Vec<&String> = state.state().stages.keys().collect();
+    assert_eq!(recorded, ["build baseline", "source"], "{recorded:?}");
     assert!(!pipeline::outcome_path(&work).exists());
+}
+
+fn tiny_bench(rounds: u32) -> BenchSpec {
+    BenchSpec {
+        workloads: vec![TestName::OltpPointSelect],
+        threads: vec![1],
+        rounds,
+        seconds: 1,
+        warmup_seconds: 0,
+        tables: 1,
+        table_size: 100,
+    }
+}
+
+fn standin() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/standin")
+}
+
+fn started(events: &Collect) -> Vec<String> {
+    events
+        .0
+        .borrow()
+        .iter()
+        .filter_map(|e| match e {
+            Event::StageStarted { stage } => Some(stage.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_benchmark() {
+    let t = tempfile::tempdir().unwrap();
+    let work = t.path().join("work");
+    // A prepared profile: the pgo variant's build takes it (the stand-in build ignores it).
+    let profile = t.path().join("gcda");
+    fs::create_dir_all(&profile).unwrap();
+    fs::write(profile.join("a.gcda"), b"prepared").unwrap();
+    let req = RunRequest {
+        recipe: Recipe::load(standin().join("recipe.toml").to_str().unwrap()).unwrap(),
+        source: Some(standin().to_str().unwrap().into()),
+        sha256: None,
+        compiler: Compiler::find("gcc", None).unwrap(),
+        variants: vec!["pgo".parse().unwrap()],
+        profile: Some(profile),
+        mix: Mix::quick(),
+        bench: tiny_bench(5),
+        server: ServerConfig {
+            buffer_pool_mb: 64,
+            ..ServerConfig::default()
+        },
+        bolt_flags: None,
+        work_dir: work.clone(),
+        package: true,
+        cachegrind: false,
+    };
+    let plan = RunPlan::resolve(req, &Env::default()).unwrap();
+    let events = Collect::default();
+    let (out, report) = pipeline::run(&plan, &events).unwrap_or_else(|e| panic!("{e:#}"));
+    let text = pgoforge::bench::export::text::text(&report);
+    assert_eq!(
+        started(&events),
+        [
+            "source",
+            "build baseline",
+            "build pgo",
+            "gate",
+            "bench",
+            "report",
+            "package"
+        ],
+        "{text}"
+    );
+    // The baseline logs every query; the pgo stand-in does not: measurably faster, packaged.
+    assert_eq!(out.winner.as_deref(), Some("pgo"), "{:?}", report.cells);
+    let pkg = out.package.as_ref().expect("the winner is packaged");
+    assert!(pkg.path.is_file());
+    assert_eq!(
+        pgoforge::infra::fs::sha256_file(&pkg.path).unwrap(),
+        pkg.sha256
+    );
+    let results = out.run_dir.join("results.jsonl");
+    let lines = |p: &Path| fs::read_to_string(p).unwrap().lines().count();
+    assert_eq!(lines(&results), 10, "5 rounds x 2 contenders");
+    let saved = pipeline::Outcome::load(&work).unwrap();
+    assert_eq!(saved.winner.as_deref(), Some("pgo"));
+
+    // Nothing changed: every stage is reused (the directory source is hashed again, cheaply;
+    // the report is always regenerated), and nothing is measured twice.
+    let again = Collect::default();
+    let (out2, _) = pipeline::run(&plan, &again).unwrap();
+    assert_eq!(started(&again), ["source", "report"]);
+    assert_eq!(out2.package.as_ref().unwrap().sha256, pkg.sha256);
+    assert_eq!(lines(&results), 10);
+    assert!(out2
+        .timings
+        .iter()
+        .any(|s| s.stage == "build pgo" && s.reused));
+
+    // A benchmark killed after three runs: its record never made it to the state file, the
+    // results hold three lines. The same command measures the seven missing runs only.
+    let text = fs::read_to_string(&results).unwrap();
+    let kept: Vec<&str> = text.lines().take(3).collect();
+    fs::write(&results, kept.join("\n") + "\n").unwrap();
+    let state_path = Tracker::state_path(&work);
+    let mut state: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&state_path).unwrap()).unwrap();
+    state["stages"].as_object_mut().unwrap().remove("bench");
+    fs::write(&state_path, state.to_string()).unwrap();
+    let resumed = Collect::default();
+    let (out3, _) = pipeline::run(&plan, &resumed).unwrap();
+    assert_eq!(started(&resumed), ["source", "bench", "report"]);
+    assert_eq!(lines(&results), 10);
+    let rounds: std::collections::BTreeSet<String> = fs::read_to_string(&results)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            format!("{}-{}", v["round"], v["contender"])
+        })
+        .collect();
+    assert_eq!(rounds.len(), 10, "every (round, contender) measured once");
+    assert_eq!(out3.run_dir, out.run_dir);
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use pgoforge::build::{build, BuildOutput, BuildRequest, ProfileInput};
+use pgoforge::builder::{build, BuildOutput, BuildRequest, ProfileInput};
 use pgoforge::profile::bolt::{self, BoltRequest};
 use pgoforge::profile::gate::{gate, GateWorkload};
 use pgoforge::profile::train::{self, Mix, TrainRequest};
@@ -43,7 +43,7 @@ fn fixture_build(
         profile,
         work_dir: work,
         jobs: 2,
-        show_progress: false,
+        progress: None,
     })
     .unwrap();
     (out, src)
@@ -67,7 +67,7 @@ fn meta(kind: Kind, source_hash: &str, compiler: &str) -> Meta {
         compiler_version: String::new(),
         training: vec!["all 20000".into()],
         seconds: 1.0,
-        created: profile::now_secs(),
+        created: pgoforge::infra::time::now_secs(),
         summary: Summary::default(),
     }
 }

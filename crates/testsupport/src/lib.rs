@@ -103,7 +103,7 @@ impl TestServer {
     }
 
     pub fn log_tail(&self) -> String {
-        pgoforge::server::tail(&self.dir.path().join("i/error.log"), 15)
+        pgoforge::infra::fs::tail(&self.dir.path().join("i/error.log"), 15)
     }
 
     /// Starts the server again on the same datadir, socket and port (after [`TestServer::kill`]).

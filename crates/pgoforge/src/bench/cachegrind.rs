@@ -40,6 +40,90 @@ pub struct CgPlan {
     pub config: ServerConfig,
 }
 
+/// A new measurement directory gets the plan; an existing one must hold the same plan and is
+/// continued only when asked to.
+fn open_measurement(plan: &CgPlan, dir: &Path, resume: bool) -> Result<()> {
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let pp = plan_path(dir);
+    let Ok(old) = fs::read_to_string(&pp) else {
+        return crate::infra::fs::write_json(&pp, plan);
+    };
+    let old: CgPlan =
+        serde_json::from_str(&old).with_context(|| format!("reading {}", pp.display()))?;
+    if !resume || old != *plan {
+        bail!(
+            "{} already holds a cachegrind measurement{}; choose another --run",
+            dir.display(),
+            if resume {
+                " with a different plan"
+            } else {
+                " (pass --resume to continue it)"
+            }
+        );
+    }
+    Ok(())
+}
+
+/// One contender on one workload: the warm-up plus the measured events, then the warm-up plus as
+/// long idle, and their difference per transaction.
+#[allow(clippy::too_many_arguments)]
+fn measure_one(
+    plan: &CgPlan,
+    c: &Contender,
+    w: TestName,
+    data: &Settings,
+    tpl: &Path,
+    spec: &ServerSpec,
+    dir: &Path,
+    log: &dyn Fn(&str),
+) -> Result<CgRecord> {
+    let mut s = data.clone();
+    s.test = w;
+    s.threads = 1;
+    s.time_s = 0;
+    s.rand.seed = 7;
+    let events = match plan.events {
+        0 => auto_events(w),
+        n => n,
+    };
+    let inst = dir.join("instances").join(format!("{}-{w}", c.name));
+    log(&format!(
+        "cachegrind: {} {w}: warm-up + {events} events",
+        c.name
+    ));
+    let (long, took) = run_once(
+        tpl,
+        spec,
+        &inst,
+        &s,
+        plan.warmup_events,
+        events,
+        Duration::ZERO,
+    )
+    .with_context(|| format!("{} {w} under cachegrind", c.name))?;
+    log(&format!(
+        "cachegrind: {} {w}: warm-up + {:.1} s idle",
+        c.name,
+        took.as_secs_f64()
+    ));
+    let (short, _) = run_once(tpl, spec, &inst, &s, plan.warmup_events, 0, took)
+        .with_context(|| format!("{} {w} under cachegrind", c.name))?;
+    let _ = fs::remove_dir_all(&inst);
+    let rec = CgRecord {
+        contender: c.name.clone(),
+        workload: w,
+        events,
+        per_txn: per_txn(&short, &long, events),
+        short,
+        long,
+    };
+    log(&format!(
+        "cachegrind: {} {w}: {:.0} instructions, {:.0} I1 misses, {:.0} mispredicts per transaction",
+        c.name, rec.per_txn.instructions, rec.per_txn.i1_misses, rec.per_txn.mispredicts
+    ));
+    Ok(rec)
+}
+
 /// Measured transactions enough to make the run-to-run noise of a server's start-up and
 /// background work (about a million instructions here) a fraction of a percent: ~400 M
 /// instructions for a point select (~40 k each), ~2 G for the multi-statement transactions.
@@ -250,30 +334,8 @@ pub fn measure(
     resume: bool,
     log: &dyn Fn(&str),
 ) -> Result<Vec<CgRecord>> {
-    if crate::toolchain::which("valgrind").is_none() {
-        bail!("--measure cachegrind needs valgrind: apt-get install valgrind");
-    }
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let pp = plan_path(dir);
-    match fs::read_to_string(&pp) {
-        Ok(old) => {
-            let old: CgPlan =
-                serde_json::from_str(&old).with_context(|| format!("reading {}", pp.display()))?;
-            if !resume || old != *plan {
-                bail!(
-                    "{} already holds a cachegrind measurement{}; choose another --run",
-                    dir.display(),
-                    if resume {
-                        " with a different plan"
-                    } else {
-                        " (pass --resume to continue it)"
-                    }
-                );
-            }
-        }
-        Err(_) => fs::write(&pp, serde_json::to_string_pretty(plan)?)
-            .with_context(|| format!("writing {}", pp.display()))?,
-    }
+    crate::infra::tools::require("valgrind", "--measure cachegrind")?;
+    open_measurement(plan, dir, resume)?;
     let mut done = read_records(dir)?;
     let mut out = OpenOptions::new()
         .create(true)
@@ -309,88 +371,13 @@ pub fn measure(
             {
                 continue;
             }
-            let mut s = data.clone();
-            s.test = w;
-            s.threads = 1;
-            s.time_s = 0;
-            s.rand.seed = 7;
-            let events = match plan.events {
-                0 => auto_events(w),
-                n => n,
-            };
-            let inst = dir.join("instances").join(format!("{}-{w}", c.name));
-            log(&format!(
-                "cachegrind: {} {w}: warm-up + {events} events",
-                c.name
-            ));
-            let (long, took) = run_once(
-                &tpl,
-                &spec,
-                &inst,
-                &s,
-                plan.warmup_events,
-                events,
-                Duration::ZERO,
-            )
-            .with_context(|| format!("{} {w} under cachegrind", c.name))?;
-            log(&format!(
-                "cachegrind: {} {w}: warm-up + {:.1} s idle",
-                c.name,
-                took.as_secs_f64()
-            ));
-            let (short, _) = run_once(&tpl, &spec, &inst, &s, plan.warmup_events, 0, took)
-                .with_context(|| format!("{} {w} under cachegrind", c.name))?;
-            let _ = fs::remove_dir_all(&inst);
-            let rec = CgRecord {
-                contender: c.name.clone(),
-                workload: w,
-                events,
-                per_txn: per_txn(&short, &long, events),
-                short,
-                long,
-            };
-            log(&format!(
-                "cachegrind: {} {w}: {:.0} instructions, {:.0} I1 misses, {:.0} mispredicts per transaction",
-                c.name, rec.per_txn.instructions, rec.per_txn.i1_misses, rec.per_txn.mispredicts
-            ));
+            let rec = measure_one(plan, c, w, &data, &tpl, &spec, dir, log)?;
             writeln!(out, "{}", serde_json::to_string(&rec)?)?;
             out.sync_data()?;
             done.push(rec);
         }
     }
     Ok(done)
-}
-
-/// The cachegrind figures as a Markdown table, each contender against the first.
-pub fn markdown(records: &[CgRecord], baseline: &str) -> String {
-    use std::fmt::Write as _;
-    let mut o = String::from(
-        "| workload | variant | instructions / txn | I1 misses / txn | mispredicted branches / txn | D1 misses / txn | LL misses / txn |\n|---|---|---|---|---|---|---|\n",
-    );
-    let rel = |v: f64, b: Option<f64>| match b {
-        Some(b) if b > 0.0 && v != b => format!("{v:.0} ({:+.1}%)", (v / b - 1.0) * 100.0),
-        _ => format!("{v:.0}"),
-    };
-    for r in records {
-        let b = records
-            .iter()
-            .find(|x| x.contender == baseline && x.workload == r.workload)
-            .filter(|_| r.contender != baseline)
-            .map(|x| &x.per_txn);
-        let p = &r.per_txn;
-        let _ = writeln!(
-            o,
-            "| {} | {} | {} | {} | {} | {} | {} |",
-            r.workload,
-            r.contender,
-            rel(p.instructions, b.map(|x| x.instructions)),
-            rel(p.i1_misses, b.map(|x| x.i1_misses)),
-            rel(p.mispredicts, b.map(|x| x.mispredicts)),
-            rel(p.d1_misses, b.map(|x| x.d1_misses)),
-            rel(p.ll_misses, b.map(|x| x.ll_misses)),
-        );
-    }
-    o
 }
 
 #[cfg(test)]

@@ -1,8 +1,10 @@
 //! Benchmarks: running servers side by side ([`run`]), the statistics ([`stats`]) and the reports
-//! ([`report`], [`html`]), and deterministic counts under valgrind ([`cachegrind`]).
+//! ([`report`], rendered by [`export`]), and deterministic counts under valgrind ([`cachegrind`]); what a benchmark
+//! measures is one [`spec::BenchSpec`].
 
 pub mod cachegrind;
-pub mod html;
+pub mod export;
 pub mod report;
 pub mod run;
+pub mod spec;
 pub mod stats;

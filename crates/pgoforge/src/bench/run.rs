@@ -16,6 +16,7 @@ use oltp::settings::{Settings, TestName};
 use oltp::RunResult;
 use serde::{Deserialize, Serialize};
 
+use super::spec::BenchSpec;
 use crate::server::{cpu, template, ServerConfig, ServerSpec};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,13 +32,9 @@ pub struct Contender {
 pub struct Plan {
     /// The first is the baseline every other is compared with.
     pub contenders: Vec<Contender>,
-    pub workloads: Vec<TestName>,
-    pub threads: Vec<u32>,
-    pub rounds: u32,
-    pub seconds: u64,
-    pub warmup_seconds: u64,
-    pub tables: u32,
-    pub table_size: u64,
+    /// Flattened: plan.json keeps the fields (and their order) it always had.
+    #[serde(flatten)]
+    pub spec: BenchSpec,
     pub config: ServerConfig,
     /// Pin server and client to disjoint CPU sets when the machine has two or more CPUs.
     pub pin: bool,
@@ -109,7 +106,7 @@ impl Environment {
                 .ancestors()
                 .find_map(|d| fs::read_to_string(d.join("build.json")).ok());
             if let Some(b) =
-                record.and_then(|t| serde_json::from_str::<crate::build::BuildOutput>(&t).ok())
+                record.and_then(|t| serde_json::from_str::<crate::builder::BuildOutput>(&t).ok())
             {
                 builds.insert(
                     c.name.clone(),
@@ -210,8 +207,8 @@ pub fn round_order(n: usize, round: u32, seed: u64) -> Vec<usize> {
 
 fn dataset(plan: &Plan) -> Settings {
     let mut s = Settings::new(TestName::OltpReadWrite);
-    s.schema.tables = plan.tables;
-    s.schema.table_size = plan.table_size;
+    s.schema.tables = plan.spec.tables;
+    s.schema.table_size = plan.spec.table_size;
     s.rand.seed = 1;
     s.threads = 2;
     s
@@ -238,52 +235,17 @@ pub fn run_with_progress(
     log: &dyn Fn(&str),
     tick: &dyn Fn(u64, u64),
 ) -> Result<()> {
-    if plan.contenders.len() < 2 {
-        bail!("a benchmark needs at least two contenders (a baseline and one to compare)");
-    }
-    let mut names = HashSet::new();
-    for c in &plan.contenders {
-        if !names.insert(&c.name) {
-            bail!("contender name '{}' is given twice", c.name);
-        }
-        if !c.binary.is_file() {
-            bail!(
-                "contender {}: {} does not exist (build it first)",
-                c.name,
-                c.binary.display()
-            );
-        }
-    }
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let pp = plan_path(dir);
-    if pp.exists() {
-        let old: Plan = serde_json::from_str(&fs::read_to_string(&pp)?)
-            .with_context(|| format!("reading {}", pp.display()))?;
-        if !resume {
-            bail!("{} already holds a benchmark; pass --resume to continue it or choose another --run", dir.display());
-        }
-        if old != *plan {
-            bail!(
-                "--resume: {} holds a benchmark with a different plan; start a new --run instead",
-                dir.display()
-            );
-        }
-    } else {
-        fs::write(&pp, serde_json::to_string_pretty(plan)?)?;
-        fs::write(
-            dir.join("environment.json"),
-            serde_json::to_string_pretty(&Environment::probe(plan))?,
-        )?;
-    }
+    check_contenders(plan)?;
+    open_run_dir(plan, dir, resume)?;
     drop_torn_tail(&results_path(dir))?;
     let done: HashSet<(u32, String, TestName, u32)> = read_records(dir)?
         .into_iter()
         .map(|r| (r.round, r.contender, r.workload, r.threads))
         .collect();
-    let total = plan.rounds as u64
+    let total = plan.spec.rounds as u64
         * plan.contenders.len() as u64
-        * plan.workloads.len() as u64
-        * plan.threads.len() as u64;
+        * plan.spec.workloads.len() as u64
+        * plan.spec.threads.len() as u64;
     let mut measured = done.len() as u64;
     tick(measured, total);
     let (server_cpus, client_cpus) = match (plan.pin, cpu::split()) {
@@ -301,16 +263,17 @@ pub fn run_with_progress(
         .create(true)
         .append(true)
         .open(results_path(dir))?;
-    for round in 1..=plan.rounds {
+    for round in 1..=plan.spec.rounds {
         for (position, &ci) in round_order(plan.contenders.len(), round, plan.seed)
             .iter()
             .enumerate()
         {
             let c = &plan.contenders[ci];
             let cells: Vec<(TestName, u32)> = plan
+                .spec
                 .workloads
                 .iter()
-                .flat_map(|&w| plan.threads.iter().map(move |&t| (w, t)))
+                .flat_map(|&w| plan.spec.threads.iter().map(move |&t| (w, t)))
                 .filter(|(w, t)| !done.contains(&(round, c.name.clone(), *w, *t)))
                 .collect();
             if cells.is_empty() {
@@ -328,25 +291,10 @@ pub fn run_with_progress(
             let mut srv = template::start_copy(&tpl, &spec, &inst)
                 .with_context(|| format!("starting {}", c.name))?;
             for (w, t) in cells {
-                let mut s = dataset(plan);
-                s.test = w;
-                s.conn = srv.state.conn_settings();
-                s.threads = t;
-                s.client_cpus = client_cpus.clone();
-                s.rand.seed = 0;
-                s.report_interval_s = 1;
-                s.ignore_errors = "1213,1020,1205,1062".parse().expect("valid list");
-                if plan.warmup_seconds > 0 {
-                    s.time_s = plan.warmup_seconds;
-                    oltp::run(&s, &mut oltp::Quiet)
-                        .map_err(|e| anyhow::anyhow!("warm-up of {} {w}: {e}", c.name))?;
-                }
-                s.time_s = plan.seconds;
-                let r = oltp::run(&s, &mut oltp::Quiet)
-                    .map_err(|e| anyhow::anyhow!("{} {w} {t} threads: {e}", c.name))?;
+                let r = measure(plan, c, &srv, w, t, &client_cpus)?;
                 log(&format!(
                     "round {round}/{}: {} {w} {t} thr: {:.0} tps",
-                    plan.rounds,
+                    plan.spec.rounds,
                     c.name,
                     r.tps()
                 ));
@@ -368,6 +316,81 @@ pub fn run_with_progress(
         }
     }
     Ok(())
+}
+
+/// A baseline and at least one other, each named once, each binary present.
+fn check_contenders(plan: &Plan) -> Result<()> {
+    if plan.contenders.len() < 2 {
+        bail!("a benchmark needs at least two contenders (a baseline and one to compare)");
+    }
+    let mut names = HashSet::new();
+    for c in &plan.contenders {
+        if !names.insert(&c.name) {
+            bail!("contender name '{}' is given twice", c.name);
+        }
+        if !c.binary.is_file() {
+            bail!(
+                "contender {}: {} does not exist (build it first)",
+                c.name,
+                c.binary.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A new run directory gets the plan and the environment; an existing one must hold the same
+/// plan, and is continued only when asked to.
+fn open_run_dir(plan: &Plan, dir: &Path, resume: bool) -> Result<()> {
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let pp = plan_path(dir);
+    if !pp.exists() {
+        crate::infra::fs::write_json(&dir.join("environment.json"), &Environment::probe(plan))?;
+        // The plan last: a directory with a plan is a benchmark.
+        return crate::infra::fs::write_json(&pp, plan);
+    }
+    let old: Plan = serde_json::from_str(&fs::read_to_string(&pp)?)
+        .with_context(|| format!("reading {}", pp.display()))?;
+    if !resume {
+        bail!(
+            "{} already holds a benchmark; pass --resume to continue it or choose another --run",
+            dir.display()
+        );
+    }
+    if old != *plan {
+        bail!(
+            "--resume: {} holds a benchmark with a different plan; start a new --run instead",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// One measured run of workload `w` at `t` client threads against a started server, after its
+/// warm-up.
+fn measure(
+    plan: &Plan,
+    c: &Contender,
+    srv: &crate::server::Server,
+    w: TestName,
+    t: u32,
+    client_cpus: &[usize],
+) -> Result<RunResult> {
+    let mut s = dataset(plan);
+    s.test = w;
+    s.conn = srv.state.conn_settings();
+    s.threads = t;
+    s.client_cpus = client_cpus.to_vec();
+    s.rand.seed = 0;
+    s.report_interval_s = 1;
+    s.ignore_errors = oltp::settings::IgnoreErrors::survivable();
+    if plan.spec.warmup_seconds > 0 {
+        s.time_s = plan.spec.warmup_seconds;
+        oltp::run(&s, &mut oltp::Quiet)
+            .map_err(|e| anyhow::anyhow!("warm-up of {} {w}: {e}", c.name))?;
+    }
+    s.time_s = plan.spec.seconds;
+    oltp::run(&s, &mut oltp::Quiet).map_err(|e| anyhow::anyhow!("{} {w} {t} threads: {e}", c.name))
 }
 
 #[cfg(test)]
@@ -402,13 +425,15 @@ mod tests {
         };
         let mut p = Plan {
             contenders: vec![c("base"), c("pgo")],
-            workloads: vec![TestName::OltpReadOnly],
-            threads: vec![1],
-            rounds: 1,
-            seconds: 1,
-            warmup_seconds: 0,
-            tables: 1,
-            table_size: 10,
+            spec: BenchSpec {
+                workloads: vec![TestName::OltpReadOnly],
+                threads: vec![1],
+                rounds: 1,
+                seconds: 1,
+                warmup_seconds: 0,
+                tables: 1,
+                table_size: 10,
+            },
             config: ServerConfig::default(),
             pin: false,
             seed: 1,

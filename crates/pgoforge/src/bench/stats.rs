@@ -1,6 +1,6 @@
 //! Statistics for A/B comparisons over benchmark rounds: descriptive figures per cell, and per variant
 //! against the baseline the throughput ratio with a bootstrap confidence interval, a Mann-Whitney U
-//! test, and a verdict in words. Everything is deterministic (fixed resampling seed), so a report
+//! test, and a verdict (an enum; reports put it in words). Everything is deterministic (fixed resampling seed), so a report
 //! regenerates identically from the same results.
 
 use serde::{Deserialize, Serialize};
@@ -170,9 +170,49 @@ pub struct Comparison {
     pub ratio_ci95: (f64, f64),
     pub p_value: f64,
     pub significant: bool,
-    pub verdict: String,
+    pub verdict: Verdict,
     /// Problems that make the figure doubtful.
     pub warnings: Vec<String>,
+}
+
+/// What a comparison concludes; reports render it ([`Comparison::sentence`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    NoSignificantDifference,
+    Faster,
+    Slower,
+    LowerLatency,
+    HigherLatency,
+}
+
+impl Verdict {
+    pub fn words(self) -> &'static str {
+        match self {
+            Verdict::NoSignificantDifference => "no significant difference",
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::LowerLatency => "lower latency",
+            Verdict::HigherLatency => "higher latency",
+        }
+    }
+}
+
+impl Comparison {
+    /// The verdict with its numbers: `faster +44.6% [+33.6, +58.3]`.
+    pub fn sentence(&self) -> String {
+        let pct = |r: f64| (r - 1.0) * 100.0;
+        match self.verdict {
+            Verdict::NoSignificantDifference => self.verdict.words().into(),
+            v => format!(
+                "{} {:+.1}% [{:+.1}, {:+.1}]",
+                v.words(),
+                pct(self.ratio),
+                pct(self.ratio_ci95.0),
+                pct(self.ratio_ci95.1)
+            ),
+        }
+    }
 }
 
 /// Smallest rounds per side for which the U test can reach p < 0.05 at all.
@@ -204,22 +244,13 @@ pub fn compare(baseline: &[f64], variant: &[f64], higher_better: bool, seed: u64
             pct(ratio)
         ));
     }
-    let verdict = if !significant {
-        "no significant difference".to_string()
-    } else {
-        let better = (ratio > 1.0) == higher_better;
-        let word = match (higher_better, better) {
-            (true, true) => "faster",
-            (true, false) => "slower",
-            (false, true) => "lower latency",
-            (false, false) => "higher latency",
-        };
-        format!(
-            "{word} {:+.1}% [{:+.1}, {:+.1}]",
-            pct(ratio),
-            pct(ci.0),
-            pct(ci.1)
-        )
+    let better = (ratio > 1.0) == higher_better;
+    let verdict = match (significant, higher_better, better) {
+        (false, _, _) => Verdict::NoSignificantDifference,
+        (true, true, true) => Verdict::Faster,
+        (true, true, false) => Verdict::Slower,
+        (true, false, true) => Verdict::LowerLatency,
+        (true, false, false) => Verdict::HigherLatency,
     };
     Comparison {
         ratio,
@@ -280,15 +311,18 @@ mod tests {
         let a: Vec<f64> = (0..8).map(|_| noise(&mut rng, 1000.0)).collect();
         let b: Vec<f64> = (0..8).map(|_| noise(&mut rng, 1100.0)).collect();
         let c = compare(&a, &b, true, 1);
-        assert!(c.significant && c.verdict.starts_with("faster +"), "{c:?}");
+        assert!(
+            c.significant && c.sentence().starts_with("faster +"),
+            "{c:?}"
+        );
         assert!(c.ratio_ci95.0 < 1.1 && c.ratio_ci95.1 > 1.1 - 0.03, "{c:?}");
         let a2: Vec<f64> = (0..8).map(|_| noise(&mut rng, 1000.0)).collect();
         let null = compare(&a, &a2, true, 1);
         assert!(!null.significant, "{null:?}");
-        assert_eq!(null.verdict, "no significant difference");
+        assert_eq!(null.sentence(), "no significant difference");
         // Latency: lower is better.
         let lat = compare(&b, &a, false, 1);
-        assert!(lat.verdict.starts_with("lower latency"), "{lat:?}");
+        assert!(lat.sentence().starts_with("lower latency"), "{lat:?}");
         // Deterministic: same inputs, same interval.
         assert_eq!(compare(&a, &b, true, 1), c);
     }

@@ -8,21 +8,23 @@
 
 pub mod variant;
 
-use std::fs::{self, File};
-use std::io::{BufRead, BufReader, Write};
+use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::infra::fs::hex;
+use crate::infra::runner::{Tool, ToolError};
 use crate::recipe::Recipe;
-use crate::source::{hex, Source};
+use crate::source::Source;
+pub use crate::toolchain::ProfileInput;
 use crate::toolchain::{Compiler, FlagFamily};
-pub use variant::{FlagSet, ProfileInput, Stage, Variant};
+pub use variant::{FlagSet, Stage, Variant};
 
 /// Bumped when the way builds are made changes outside the flags (which are part of the key).
 const FLAG_SCHEME: u32 = 1;
@@ -36,7 +38,8 @@ pub struct BuildRequest<'a> {
     pub work_dir: &'a Path,
     /// Parallel jobs (0: from cores and memory).
     pub jobs: usize,
-    pub show_progress: bool,
+    /// Told the build's percent as make reports it.
+    pub progress: Option<&'a dyn Fn(u64)>,
 }
 
 /// A finished build (build.json).
@@ -166,7 +169,7 @@ fn locate(req: &BuildRequest) -> Result<(String, PathBuf, Option<String>)> {
             );
         }
     }
-    let profile_hash = req.profile.map(crate::profile::content_hash).transpose()?;
+    let profile_hash = req.profile.map(ProfileInput::content_hash).transpose()?;
     // The target list is left out of the key: it chooses what gets built, not how, and an
     // incremental make adds targets to a finished build (see below).
     let spec = crate::recipe::BuildSpec {
@@ -225,20 +228,8 @@ fn locate(req: &BuildRequest) -> Result<(String, PathBuf, Option<String>)> {
 pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
     let v = req.variant;
     let (key, dir, profile_hash) = locate(req)?;
-    let done = dir.join("build.json");
-    if let Ok(text) = fs::read_to_string(&done) {
-        let mut out: BuildOutput =
-            serde_json::from_str(&text).with_context(|| format!("reading {}", done.display()))?;
-        let has_targets = req
-            .recipe
-            .build
-            .targets
-            .iter()
-            .all(|t| out.targets.contains(t));
-        if out.binary.is_file() && has_targets {
-            out.cached = true;
-            return Ok(out);
-        }
+    if let Some(out) = cached(req, &dir) {
+        return Ok(out);
     }
     fs::create_dir_all(dir.join("build")).with_context(|| format!("creating {}", dir.display()))?;
     // CMake and GCC's profile paths want one spelling of the directory: the real one.
@@ -261,11 +252,94 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
         version_suffix_arg: req.recipe.build.version_suffix_arg.as_deref(),
     });
     let log_path = dir.join("build.log");
-    // An interrupted attempt's log stays: its warnings belong to objects this attempt reuses.
-    let earlier = match fs::metadata(&log_path) {
+    let earlier = start_attempt(&log_path)?;
+    let t0 = Instant::now();
+
+    let mut configure = configure_command(req, &build_dir, &flags);
+    append_line(&log_path, &format!("$ {configure:?}"))?;
+    Tool::new(
+        &mut configure,
+        format!("configuring {} ({v})", req.recipe.name),
+    )
+    .append_to(&log_path)
+    .run()
+    .map_err(|e| with_log_tail(e, &log_path, 25))?;
+    let mut make = Command::new("cmake");
+    make.arg("--build")
+        .arg(&build_dir)
+        .arg("-j")
+        .arg(jobs.to_string());
+    for t in &req.recipe.build.targets {
+        make.arg("--target").arg(t);
+    }
+    append_line(&log_path, &format!("$ {make:?}"))?;
+    Tool::new(&mut make, format!("building {} ({v})", req.recipe.name))
+        .append_to(&log_path)
+        .run_with(|line| {
+            if let (Some(p), Some(pct)) = (req.progress, make_percent(line)) {
+                p(pct);
+            }
+        })
+        .map_err(|e| with_log_tail(e, &log_path, 30))?;
+
+    let binary = build_dir.join(&req.recipe.build.binary);
+    if !binary.is_file() {
+        bail!(
+            "the build finished but {} is missing; log {}",
+            binary.display(),
+            log_path.display()
+        );
+    }
+    let out = BuildOutput {
+        key,
+        recipe: req.recipe.name.clone(),
+        variant: v.to_string(),
+        compiler: req.compiler.clone(),
+        source_hash: req.source.hash.clone(),
+        profile_hash,
+        binary_size: fs::metadata(&binary)?.len(),
+        binary,
+        profile_gen_dir: (v.stage == Stage::PgoGen).then_some(gen_dir),
+        flags,
+        missing_profile_warnings: missing_profile_warnings(&log_path),
+        seconds: earlier.seconds + t0.elapsed().as_secs_f64(),
+        attempts: earlier.attempts + 1,
+        jobs,
+        targets: req.recipe.build.targets.clone(),
+        log: log_path,
+        dir: dir.clone(),
+        build_dir,
+        cached: false,
+    };
+    crate::infra::fs::write_json(&dir.join("build.json"), &out)?;
+    Ok(out)
+}
+
+/// The finished build in `dir`, if it has everything the request asks for. A build.json that
+/// does not parse (torn by a crash, written by an incompatible pgoforge) is not a finished build:
+/// the build runs again in the same directory, reusing its objects.
+fn cached(req: &BuildRequest, dir: &Path) -> Option<BuildOutput> {
+    let text = fs::read_to_string(dir.join("build.json")).ok()?;
+    let mut out: BuildOutput = serde_json::from_str(&text).ok()?;
+    let has_targets = req
+        .recipe
+        .build
+        .targets
+        .iter()
+        .all(|t| out.targets.contains(t));
+    (out.binary.is_file() && has_targets).then(|| {
+        out.cached = true;
+        out
+    })
+}
+
+/// Marks a new attempt in the build log and returns what earlier attempts left there. An
+/// interrupted attempt's log stays: its warnings belong to objects this attempt reuses.
+fn start_attempt(log_path: &Path) -> Result<Earlier> {
+    let earlier = match fs::metadata(log_path) {
         Ok(m) => {
-            let mtime = m.modified().map_or(0, crate::profile::unix_secs);
-            let text = fs::read_to_string(&log_path)
+            let mtime = m.modified().map_or(0, crate::infra::time::unix_secs);
+            let text = fs::read_to_string(log_path)
                 .with_context(|| format!("reading {}", log_path.display()))?;
             earlier_attempts(&text, mtime)
         }
@@ -274,22 +348,25 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
     let mut log = fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(&log_path)
+        .open(log_path)
         .with_context(|| format!("opening {}", log_path.display()))?;
     if let Some(d) = earlier.unrecorded {
         writeln!(log, "{ATTEMPT_STOPPED}{d:.0} s ===")?;
     }
-    writeln!(log, "{ATTEMPT_START}{} ===", crate::profile::now_secs())?;
-    let t0 = Instant::now();
+    writeln!(log, "{ATTEMPT_START}{} ===", crate::infra::time::now_secs())?;
+    Ok(earlier)
+}
 
+/// CMake's configure step for a variant: the recipe's arguments, the variant's flags, and ccache
+/// for builds without instrumentation (it hashes -fprofile-use data itself).
+fn configure_command(req: &BuildRequest, build_dir: &Path, flags: &FlagSet) -> Command {
     let cflags = flags.cflags.join(" ");
     let ldflags = flags.ldflags.join(" ");
-    let mut configure = Command::new("cmake");
-    configure
-        .arg("-S")
+    let mut c = Command::new("cmake");
+    c.arg("-S")
         .arg(&req.source.dir)
         .arg("-B")
-        .arg(&build_dir)
+        .arg(build_dir)
         .arg("-G")
         .arg(&req.recipe.build.generator)
         .arg(format!("-DCMAKE_C_COMPILER={}", req.compiler.cc.display()))
@@ -304,139 +381,57 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
         .arg(format!("-DCMAKE_MODULE_LINKER_FLAGS={ldflags}"))
         .args(&req.recipe.build.cmake_args)
         .args(&flags.cmake_defs);
-    // ccache for builds without instrumentation (it hashes -fprofile-use data itself).
-    if v.stage != Stage::PgoGen {
-        if let Some(cc) = crate::toolchain::which("ccache") {
-            configure.arg(format!("-DCMAKE_C_COMPILER_LAUNCHER={}", cc.display()));
-            configure.arg(format!("-DCMAKE_CXX_COMPILER_LAUNCHER={}", cc.display()));
+    if req.variant.stage != Stage::PgoGen {
+        if let Some(cc) = crate::infra::tools::which("ccache") {
+            c.arg(format!("-DCMAKE_C_COMPILER_LAUNCHER={}", cc.display()));
+            c.arg(format!("-DCMAKE_CXX_COMPILER_LAUNCHER={}", cc.display()));
         }
     }
-    writeln!(log, "$ {configure:?}")?;
-    run_logged(&mut configure, &mut log, None).with_context(|| {
-        format!(
-            "configuring {} ({v}) failed; log {}:\n{}",
-            req.recipe.name,
-            log_path.display(),
-            crate::server::tail(&log_path, 25)
-        )
-    })?;
+    c
+}
 
-    let bar = if req.show_progress {
-        let b = ProgressBar::with_draw_target(Some(100), ProgressDrawTarget::stderr());
-        b.set_style(
-            ProgressStyle::with_template("{prefix} [{bar:40}] {pos:>3}% {elapsed_precise} {msg}")
-                .expect("valid template")
-                .progress_chars("=> "),
-        );
-        b.set_prefix(format!(
-            "building {} {v} ({})",
-            req.recipe.name,
-            req.compiler.label()
-        ));
-        Some(b)
-    } else {
-        None
-    };
-    let mut make = Command::new("cmake");
-    make.arg("--build")
-        .arg(&build_dir)
-        .arg("-j")
-        .arg(jobs.to_string());
-    for t in &req.recipe.build.targets {
-        make.arg("--target").arg(t);
-    }
-    writeln!(log, "$ {make:?}")?;
-    let built = run_logged(&mut make, &mut log, bar.as_ref());
-    if let Some(b) = &bar {
-        b.finish_and_clear();
-    }
-    built.with_context(|| {
-        format!(
-            "building {} ({v}) failed; log {}:\n{}",
-            req.recipe.name,
-            log_path.display(),
-            crate::server::tail(&log_path, 30)
-        )
-    })?;
-
-    let binary = build_dir.join(&req.recipe.build.binary);
-    if !binary.is_file() {
-        bail!(
-            "the build finished but {} is missing; log {}",
-            binary.display(),
-            log_path.display()
-        );
-    }
-    let text = fs::read_to_string(&log_path).unwrap_or_default();
-    let missing = text
-        .lines()
+/// Warnings about functions or files without usable profile data, counted in the build log.
+/// GCC's "source locations for function ... have changed" is not one: it still uses those counts.
+fn missing_profile_warnings(log: &Path) -> u64 {
+    let text = fs::read_to_string(log).unwrap_or_default();
+    text.lines()
         .filter(|l| {
             l.contains("[-Wmissing-profile]")
                 || (l.contains("[-Wcoverage-mismatch]")
                     && !l.contains("source locations for function"))
                 || l.contains("[-Wprofile-instr-")
         })
-        .count() as u64;
-    let out = BuildOutput {
-        key,
-        recipe: req.recipe.name.clone(),
-        variant: v.to_string(),
-        compiler: req.compiler.clone(),
-        source_hash: req.source.hash.clone(),
-        profile_hash,
-        binary_size: fs::metadata(&binary)?.len(),
-        binary,
-        profile_gen_dir: (v.stage == Stage::PgoGen).then_some(gen_dir),
-        flags,
-        missing_profile_warnings: missing,
-        seconds: earlier.seconds + t0.elapsed().as_secs_f64(),
-        attempts: earlier.attempts + 1,
-        jobs,
-        targets: req.recipe.build.targets.clone(),
-        log: log_path,
-        dir: dir.clone(),
-        build_dir,
-        cached: false,
-    };
-    let tmp = done.with_extension("json.tmp");
-    fs::write(&tmp, serde_json::to_string_pretty(&out)?)?;
-    fs::rename(&tmp, &done)?;
-    Ok(out)
+        .count() as u64
 }
 
-/// Runs a command with its output appended to the log; feeds `[ NN%]` lines to the bar.
-fn run_logged(cmd: &mut Command, log: &mut File, bar: Option<&ProgressBar>) -> Result<()> {
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("starting {:?}", cmd.get_program()))?;
-    let stderr = child.stderr.take().expect("piped stderr");
-    let mut err_log = log.try_clone()?;
-    // stderr goes to the log from its own thread; warnings interleave with progress lines.
-    let err_thread = std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = writeln!(err_log, "{line}");
-        }
-    });
-    let stdout = child.stdout.take().expect("piped stdout");
-    for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-        writeln!(log, "{line}")?;
-        if let Some(b) = bar {
-            if let Some(pct) = line
-                .strip_prefix('[')
-                .and_then(|r| r.split('%').next())
-                .and_then(|n| n.trim().parse::<u64>().ok())
-            {
-                b.set_position(pct.min(100));
-            }
-        }
-    }
-    let _ = err_thread.join();
-    let status = child.wait()?;
-    if !status.success() {
-        bail!("{:?} exited with {status}", cmd.get_program());
-    }
+/// make's `[ NN%]` progress prefix.
+fn make_percent(line: &str) -> Option<u64> {
+    line.strip_prefix('[')
+        .and_then(|r| r.split('%').next())
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .map(|p| p.min(100))
+}
+
+fn append_line(log: &Path, line: &str) -> Result<()> {
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(log)
+        .with_context(|| format!("opening {}", log.display()))?;
+    writeln!(f, "{line}")?;
     Ok(())
+}
+
+/// A failed configure or make shows the log's tail: the compiler's errors come on stderr, which
+/// the tool's own tail interleaves with make's progress lines.
+fn with_log_tail(e: ToolError, log: &Path, n: usize) -> anyhow::Error {
+    match e {
+        ToolError::Failed { what, .. } => anyhow::anyhow!(
+            "{what} failed; log {}:\n{}",
+            log.display(),
+            crate::infra::fs::tail(log, n)
+        ),
+        other => other.into(),
+    }
 }
 
 #[cfg(test)]

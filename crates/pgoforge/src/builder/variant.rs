@@ -10,7 +10,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::recipe::PgoStyle;
-use crate::toolchain::{Compiler, FlagFamily};
+use crate::toolchain::{Compiler, FlagFamily, ProfileInput};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -109,32 +109,6 @@ pub struct FlagSet {
     pub ldflags: Vec<String>,
     /// Extra -D arguments (MySQL-style PGO switches, the version suffix).
     pub cmake_defs: Vec<String>,
-}
-
-/// The profile a pgo build consumes.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ProfileInput {
-    /// A directory of GCC .gcda files, as written by the pgo-gen build.
-    GccDir(std::path::PathBuf),
-    /// A merged LLVM .profdata file.
-    Profdata(std::path::PathBuf),
-}
-
-impl ProfileInput {
-    /// What a user's `--profile PATH` means: a directory holds gcda files, a file is a .profdata.
-    pub fn from_path(p: std::path::PathBuf) -> ProfileInput {
-        if p.is_dir() {
-            ProfileInput::GccDir(p)
-        } else {
-            ProfileInput::Profdata(p)
-        }
-    }
-
-    pub fn path(&self) -> &Path {
-        match self {
-            ProfileInput::GccDir(p) | ProfileInput::Profdata(p) => p,
-        }
-    }
 }
 
 pub struct FlagInputs<'a> {

@@ -1,13 +1,22 @@
-//! The command line: one subcommand per pipeline stage.
+//! The command line: one subcommand per pipeline stage, one file per subcommand; flags shared by
+//! several subcommands live in `args.rs`.
 
+mod args;
 mod bench;
+mod bolt;
 mod build;
+mod doctor;
+mod gate;
 mod oltp;
-mod profile;
+mod package;
+mod recipes;
+mod report;
 mod run;
 mod server;
+mod train;
 
 use clap::{CommandFactory, Parser, Subcommand};
+use pgoforge::events::{JsonLines, Reporter, Terminal};
 
 #[derive(Parser)]
 #[command(
@@ -30,23 +39,23 @@ enum Command {
     /// Build a server variant from source (baseline, lto, pgo-gen, pgo, pgo+lto; +bolt, +native).
     Build(Box<build::BuildArgs>),
     /// List the embedded recipes.
-    Recipes(build::RecipesArgs),
+    Recipes(recipes::RecipesArgs),
     /// Show which tools are present, which are missing, and the apt command that fixes it.
-    Doctor(build::DoctorArgs),
+    Doctor(doctor::DoctorArgs),
     /// Build the instrumented (pgo-gen) server, train it on the OLTP mix, store the profile.
-    Train(Box<profile::TrainArgs>),
+    Train(Box<train::TrainArgs>),
     /// Profile a bolt-ready server binary and optimize it with BOLT.
-    Bolt(Box<profile::BoltArgs>),
+    Bolt(Box<bolt::BoltArgs>),
     /// Check that optimized binaries compute what the baseline computes.
-    Gate(profile::GateArgs),
+    Gate(Box<gate::GateArgs>),
     /// Benchmark servers side by side: interleaved rounds, statistics, reports.
     Bench(Box<bench::BenchArgs>),
     /// Regenerate the reports of a benchmark run from its stored results.
-    Report(bench::ReportArgs),
+    Report(report::ReportArgs),
     /// The whole pipeline: source, builds, training, BOLT, gate, benchmark, report, package.
     Run(Box<run::RunArgs>),
     /// Package a variant of a finished run as a tar.zst with its manifest and SHA256SUMS.
-    Package(run::PackageArgs),
+    Package(package::PackageArgs),
 }
 
 /// Runs the command line; the returned value is the process exit status.
@@ -55,16 +64,25 @@ pub fn main() -> anyhow::Result<i32> {
     match cli.command {
         Command::Oltp(args) => oltp::main(*args),
         Command::Server(args) => server::main(args),
-        Command::Build(args) => build::build_main(*args),
-        Command::Recipes(args) => build::recipes_main(args),
-        Command::Doctor(args) => build::doctor_main(args),
-        Command::Train(args) => profile::train_main(*args),
-        Command::Bolt(args) => profile::bolt_main(*args),
-        Command::Gate(args) => profile::gate_main(args),
-        Command::Bench(args) => bench::bench_main(*args),
-        Command::Report(args) => bench::report_main(args),
-        Command::Run(args) => run::run_main(*args),
-        Command::Package(args) => run::package_main(args),
+        Command::Build(args) => build::main(*args),
+        Command::Recipes(args) => recipes::main(args),
+        Command::Doctor(args) => doctor::main(args),
+        Command::Train(args) => train::main(*args),
+        Command::Bolt(args) => bolt::main(*args),
+        Command::Gate(args) => gate::main(*args),
+        Command::Bench(args) => bench::main(*args),
+        Command::Report(args) => report::main(args),
+        Command::Run(args) => run::main(*args),
+        Command::Package(args) => package::main(args),
+    }
+}
+
+/// Where a command's events go: JSON lines with `--json`, the terminal otherwise.
+fn reporter(json: bool) -> Box<dyn Reporter> {
+    if json {
+        Box::new(JsonLines)
+    } else {
+        Box::new(Terminal::default())
     }
 }
 
@@ -73,4 +91,126 @@ pub fn usage_error(msg: impl std::fmt::Display) -> ! {
     Cli::command()
         .error(clap::error::ErrorKind::ValueValidation, msg)
         .exit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        // clap's own checks: no flag defined twice in a command, defaults parse, and so on.
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn shared_flags_parse_the_same_everywhere() {
+        let p = |args: &[&str]| Cli::try_parse_from(args).map(|_| ()).map_err(|e| e.kind());
+        for cmd in ["build", "train", "run"] {
+            assert_eq!(
+                p(&[
+                    "pgoforge",
+                    cmd,
+                    "--work-dir",
+                    "/tmp/w",
+                    "--recipe",
+                    "mysql-9.7"
+                ]),
+                Ok(())
+            );
+            assert_eq!(
+                p(&[
+                    "pgoforge",
+                    cmd,
+                    "--compiler",
+                    "/opt/icx",
+                    "--flag-family",
+                    "clang"
+                ]),
+                Ok(())
+            );
+            assert_eq!(
+                p(&["pgoforge", cmd, "--flag-family", "icc"]),
+                Err(clap::error::ErrorKind::InvalidValue)
+            );
+        }
+        assert_eq!(
+            p(&["pgoforge", "build", "--variant", "pgo+lto+bolt"]),
+            Ok(())
+        );
+        assert_eq!(
+            p(&["pgoforge", "build", "--variant", "fast"]),
+            Err(clap::error::ErrorKind::ValueValidation)
+        );
+        assert_eq!(
+            p(&[
+                "pgoforge",
+                "bench",
+                "--baseline",
+                "a=/x",
+                "--binary",
+                "b=/y",
+                "--measure",
+                "cachegrind"
+            ]),
+            Ok(())
+        );
+        assert_eq!(
+            p(&[
+                "pgoforge",
+                "bench",
+                "--baseline",
+                "a=/x",
+                "--binary",
+                "b=/y",
+                "--measure",
+                "perf"
+            ]),
+            Err(clap::error::ErrorKind::InvalidValue)
+        );
+        assert_eq!(p(&["pgoforge", "report", "/r", "--format", "csv"]), Ok(()));
+        assert_eq!(
+            p(&["pgoforge", "report", "/r", "--format", "xml"]),
+            Err(clap::error::ErrorKind::InvalidValue)
+        );
+        assert_eq!(
+            p(&[
+                "pgoforge",
+                "gate",
+                "--baseline",
+                "/x",
+                "--candidate",
+                "nopath"
+            ]),
+            Err(clap::error::ErrorKind::ValueValidation)
+        );
+        assert_eq!(
+            p(&[
+                "pgoforge",
+                "run",
+                "--variants",
+                "pgo,pgo+lto+bolt",
+                "--buffer-pool-mb",
+                "512",
+                "--set",
+                "a=1",
+                "--train-tables",
+                "2",
+                "--tables",
+                "3"
+            ]),
+            Ok(())
+        );
+        assert_eq!(
+            p(&[
+                "pgoforge",
+                "train",
+                "--tables",
+                "2",
+                "--train-table-size",
+                "9"
+            ]),
+            Ok(())
+        );
+    }
 }

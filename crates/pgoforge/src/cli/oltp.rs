@@ -58,6 +58,12 @@ fn parse_threads(s: &str) -> Result<u32, String> {
     }
 }
 
+/// The engine's own defaults: every flag's default below is read from them, so the two cannot
+/// drift apart (a test checks that an empty command line gives exactly these settings).
+fn defaults() -> Settings {
+    Settings::new(TestName::OltpReadOnly)
+}
+
 #[derive(Args)]
 #[command(about = "sysbench-compatible OLTP workloads (sysbench 1.0.20 semantics, native driver)")]
 pub struct OltpArgs {
@@ -70,125 +76,119 @@ pub struct OltpArgs {
     test: TestName,
 
     /// Number of tables.
-    #[arg(long, default_value_t = 1, value_parser = parse_threads)]
+    #[arg(long, default_value_t = defaults().schema.tables, value_parser = parse_threads)]
     tables: u32,
     /// Rows per table.
-    #[arg(long = "table-size", alias = "table_size", default_value_t = 10_000)]
+    #[arg(long = "table-size", alias = "table_size", default_value_t = defaults().schema.table_size)]
     table_size: u64,
     /// Connections (sysbench: worker threads).
-    #[arg(long, default_value_t = 1, value_parser = parse_threads)]
+    #[arg(long, default_value_t = defaults().threads, value_parser = parse_threads)]
     threads: u32,
     /// OS threads driving the connections (0: one per four CPUs, at least one).
-    #[arg(long = "client-threads", alias = "client_threads", default_value_t = 0)]
+    #[arg(long = "client-threads", alias = "client_threads", default_value_t = defaults().client_threads)]
     client_threads: u32,
     /// Pin the client's threads to these CPUs (e.g. 0-1); keep them apart from the server's.
     #[arg(long = "client-cpus", alias = "client_cpus", value_parser = parse_cpus, default_value = "")]
     client_cpus: CpuList,
     /// Time limit in seconds (0: none).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = defaults().time_s)]
     time: u64,
     /// Limit on the total number of events (0: none).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = defaults().events)]
     events: u64,
     /// Accept --time=0 with --events=0: run until interrupted.
     #[arg(long)]
     endless: bool,
     /// Target transactions per second, Poisson arrivals (0: as fast as possible).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = defaults().rate)]
     rate: u64,
     /// Seconds between intermediate reports (0: none).
     #[arg(
         long = "report-interval",
         alias = "report_interval",
-        default_value_t = 0
-    )]
+        default_value_t = defaults().report_interval_s)]
     report_interval: u64,
     /// Latency percentile to report (0 disables).
-    #[arg(long, default_value_t = 95, value_parser = clap::value_parser!(u8).range(0..=100))]
+    #[arg(long, default_value_t = defaults().percentile, value_parser = clap::value_parser!(u8).range(0..=100))]
     percentile: u8,
     /// Print the latency histogram.
-    #[arg(long, default_value = "off", num_args = 0..=1, default_missing_value = "on", value_parser = parse_bool)]
+    #[arg(long, default_value_t = defaults().histogram, num_args = 0..=1, default_missing_value = "on", value_parser = parse_bool)]
     histogram: bool,
     /// Seconds of load before statistics start (sysbench 1.1).
-    #[arg(long = "warmup-time", alias = "warmup_time", default_value_t = 0)]
+    #[arg(long = "warmup-time", alias = "warmup_time", default_value_t = defaults().warmup_time_s)]
     warmup_time: u64,
 
     /// Distribution of row ids: uniform, gaussian, special, pareto, zipfian.
     #[arg(long = "rand-type", alias = "rand_type", default_value = "special", value_parser = parse_rand_type)]
     rand_type: RandType,
     /// Seed of the random generators (0: from the clock).
-    #[arg(long = "rand-seed", alias = "rand_seed", default_value_t = 0)]
+    #[arg(long = "rand-seed", alias = "rand_seed", default_value_t = defaults().rand.seed)]
     rand_seed: u64,
     #[arg(
         long = "rand-spec-iter",
         alias = "rand_spec_iter",
-        default_value_t = 12
-    )]
+        default_value_t = defaults().rand.spec_iter)]
     rand_spec_iter: u32,
-    #[arg(long = "rand-spec-pct", alias = "rand_spec_pct", default_value_t = 1.0)]
+    #[arg(long = "rand-spec-pct", alias = "rand_spec_pct", default_value_t = defaults().rand.spec_pct)]
     rand_spec_pct: f64,
     #[arg(
         long = "rand-spec-res",
         alias = "rand_spec_res",
-        default_value_t = 75.0
-    )]
+        default_value_t = defaults().rand.spec_res)]
     rand_spec_res: f64,
-    #[arg(long = "rand-pareto-h", alias = "rand_pareto_h", default_value_t = 0.2)]
+    #[arg(long = "rand-pareto-h", alias = "rand_pareto_h", default_value_t = defaults().rand.pareto_h)]
     rand_pareto_h: f64,
     #[arg(
         long = "rand-zipfian-exp",
         alias = "rand_zipfian_exp",
-        default_value_t = 0.8
-    )]
+        default_value_t = defaults().rand.zipfian_exp)]
     rand_zipfian_exp: f64,
 
-    #[arg(long = "point-selects", alias = "point_selects", default_value_t = 10)]
+    #[arg(long = "point-selects", alias = "point_selects", default_value_t = defaults().trx.point_selects)]
     point_selects: u32,
-    #[arg(long = "simple-ranges", alias = "simple_ranges", default_value_t = 1)]
+    #[arg(long = "simple-ranges", alias = "simple_ranges", default_value_t = defaults().trx.simple_ranges)]
     simple_ranges: u32,
-    #[arg(long = "sum-ranges", alias = "sum_ranges", default_value_t = 1)]
+    #[arg(long = "sum-ranges", alias = "sum_ranges", default_value_t = defaults().trx.sum_ranges)]
     sum_ranges: u32,
-    #[arg(long = "order-ranges", alias = "order_ranges", default_value_t = 1)]
+    #[arg(long = "order-ranges", alias = "order_ranges", default_value_t = defaults().trx.order_ranges)]
     order_ranges: u32,
     #[arg(
         long = "distinct-ranges",
         alias = "distinct_ranges",
-        default_value_t = 1
-    )]
+        default_value_t = defaults().trx.distinct_ranges)]
     distinct_ranges: u32,
-    #[arg(long = "index-updates", alias = "index_updates", default_value_t = 1)]
+    #[arg(long = "index-updates", alias = "index_updates", default_value_t = defaults().trx.index_updates)]
     index_updates: u32,
     #[arg(
         long = "non-index-updates",
         alias = "non_index_updates",
-        default_value_t = 1
-    )]
+        default_value_t = defaults().trx.non_index_updates)]
     non_index_updates: u32,
-    #[arg(long = "delete-inserts", alias = "delete_inserts", default_value_t = 1)]
+    #[arg(long = "delete-inserts", alias = "delete_inserts", default_value_t = defaults().trx.delete_inserts)]
     delete_inserts: u32,
-    #[arg(long = "range-size", alias = "range_size", default_value_t = 100)]
+    #[arg(long = "range-size", alias = "range_size", default_value_t = defaults().trx.range_size)]
     range_size: u32,
-    #[arg(long = "range-selects", alias = "range_selects", default_value = "on", num_args = 0..=1, default_missing_value = "on", value_parser = parse_bool)]
+    #[arg(long = "range-selects", alias = "range_selects", default_value_t = defaults().trx.range_selects, num_args = 0..=1, default_missing_value = "on", value_parser = parse_bool)]
     range_selects: bool,
-    #[arg(long = "skip-trx", alias = "skip_trx", default_value = "off", num_args = 0..=1, default_missing_value = "on", value_parser = parse_bool)]
+    #[arg(long = "skip-trx", alias = "skip_trx", default_value_t = defaults().trx.skip_trx, num_args = 0..=1, default_missing_value = "on", value_parser = parse_bool)]
     skip_trx: bool,
-    #[arg(long = "random-points", alias = "random_points", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=64))]
+    #[arg(long = "random-points", alias = "random_points", default_value_t = defaults().random_points, value_parser = clap::value_parser!(u32).range(1..=64))]
     random_points: u32,
-    #[arg(long = "number-of-ranges", alias = "number_of_ranges", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=32))]
+    #[arg(long = "number-of-ranges", alias = "number_of_ranges", default_value_t = defaults().number_of_ranges, value_parser = clap::value_parser!(u32).range(1..=32))]
     number_of_ranges: u32,
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = defaults().delta)]
     delta: u32,
 
-    #[arg(long = "auto-inc", alias = "auto_inc", default_value = "on", num_args = 0..=1, default_missing_value = "on", value_parser = parse_bool)]
+    #[arg(long = "auto-inc", alias = "auto_inc", default_value_t = defaults().schema.auto_inc, num_args = 0..=1, default_missing_value = "on", value_parser = parse_bool)]
     auto_inc: bool,
-    #[arg(long, default_value = "off", num_args = 0..=1, default_missing_value = "on", value_parser = parse_bool)]
+    #[arg(long, default_value_t = defaults().schema.secondary, num_args = 0..=1, default_missing_value = "on", value_parser = parse_bool)]
     secondary: bool,
-    #[arg(long = "create-secondary", alias = "create_secondary", default_value = "on", num_args = 0..=1, default_missing_value = "on", value_parser = parse_bool)]
+    #[arg(long = "create-secondary", alias = "create_secondary", default_value_t = defaults().schema.create_secondary, num_args = 0..=1, default_missing_value = "on", value_parser = parse_bool)]
     create_secondary: bool,
     #[arg(
         long = "mysql-storage-engine",
         alias = "mysql_storage_engine",
-        default_value = "innodb"
+        default_value_t = defaults().schema.storage_engine
     )]
     mysql_storage_engine: String,
 
@@ -212,17 +212,17 @@ pub struct OltpArgs {
     mysql_port: Vec<u16>,
     #[arg(long = "mysql-socket", alias = "mysql_socket", value_delimiter = ',')]
     mysql_socket: Vec<PathBuf>,
-    #[arg(long = "mysql-user", alias = "mysql_user", default_value = "sbtest")]
+    #[arg(long = "mysql-user", alias = "mysql_user", default_value_t = defaults().conn.user)]
     mysql_user: String,
     #[arg(
         long = "mysql-password",
         alias = "mysql_password",
-        default_value = "",
+        default_value_t = defaults().conn.password,
         env = "PGOFORGE_MYSQL_PASSWORD",
         hide_env_values = true
     )]
     mysql_password: String,
-    #[arg(long = "mysql-db", alias = "mysql_db", default_value = "sbtest")]
+    #[arg(long = "mysql-db", alias = "mysql_db", default_value_t = defaults().conn.db)]
     mysql_db: String,
     /// Error numbers that restart the event instead of stopping the run ("all" for every error).
     #[arg(
@@ -324,12 +324,9 @@ impl Observer for Printer {
     }
 }
 
-fn write_json(path: &PathBuf, r: &RunResult) -> Result<()> {
-    let tmp = path.with_extension("json.tmp");
+fn write_json(path: &std::path::Path, r: &RunResult) -> Result<()> {
     let text = serde_json::to_string_pretty(r).context("serializing the result")?;
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+    pgoforge::infra::fs::write_atomic(path, text)
 }
 
 pub fn main(args: OltpArgs) -> Result<i32> {
@@ -391,5 +388,42 @@ fn run(s: &Settings, json: Option<&PathBuf>) -> Result<i32> {
             Ok(1)
         }
         Err(e) => Err(anyhow::Error::new(e).context(format!("running {}", s.test))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        oltp: OltpArgs,
+    }
+
+    #[test]
+    fn an_empty_command_line_gives_the_engines_defaults() {
+        let a = Cli::try_parse_from(["oltp", "run", "oltp_read_only"]).unwrap();
+        assert_eq!(a.oltp.settings(), defaults());
+        // And each flag reaches its setting.
+        let a = Cli::try_parse_from([
+            "oltp",
+            "run",
+            "oltp_point_select",
+            "--table_size=7",
+            "--rand-type=uniform",
+            "--skip-trx",
+            "--db-ps-mode=disable",
+            "--mysql-ignore-errors=all",
+        ])
+        .unwrap();
+        let s = a.oltp.settings();
+        assert_eq!(s.schema.table_size, 7);
+        assert_eq!(s.rand.rand_type.name(), "uniform");
+        assert!(s.trx.skip_trx);
+        assert_eq!(s.ps_mode, PsMode::Disable);
+        assert!(s.ignore_errors.all);
+        assert_ne!(s, defaults());
     }
 }

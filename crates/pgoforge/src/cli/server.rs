@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::args::WorkDirArgs;
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use pgoforge::server::{self, alive, cpu, Server, ServerConfig, ServerSpec, ServerState};
@@ -15,9 +16,9 @@ pub struct ServerArgs {
 
 #[derive(Args, Clone)]
 struct Where {
-    /// The work directory (instances live in WORK/servers/NAME).
-    #[arg(long = "work-dir", default_value = "pgoforge-work")]
-    work_dir: PathBuf,
+    /// Instances live in WORK/servers/NAME.
+    #[command(flatten)]
+    work: WorkDirArgs,
     /// The instance's name.
     #[arg(long, default_value = "manual")]
     name: String,
@@ -25,7 +26,7 @@ struct Where {
 
 impl Where {
     fn dir(&self) -> PathBuf {
-        self.work_dir.join("servers").join(&self.name)
+        self.work.work_dir.join("servers").join(&self.name)
     }
 }
 
@@ -76,7 +77,7 @@ enum ServerCommand {
 /// The first server binary found in the usual places.
 fn default_binary() -> Result<PathBuf> {
     for name in ["mariadbd", "mysqld"] {
-        if let Some(p) = pgoforge::toolchain::which(name) {
+        if let Some(p) = pgoforge::infra::tools::which(name) {
             return Ok(p);
         }
         for d in ["/usr/sbin", "/usr/local/sbin", "/usr/local/mysql/bin"] {
@@ -197,7 +198,7 @@ fn print_connect(st: &ServerState, at: &Where) {
     );
     println!(
         "Stop it:\n  pgoforge server stop --work-dir {} --name {}",
-        at.work_dir.display(),
+        at.work.work_dir.display(),
         at.name
     );
 }

@@ -9,8 +9,8 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::infra::tools::which;
 use crate::recipe::{Recipe, SourceSpec};
-use crate::toolchain::which;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Missing {
@@ -129,7 +129,7 @@ pub fn install(c: &Check) -> Result<()> {
     if pkgs.is_empty() {
         return Ok(());
     }
-    let root = crate::process::is_root();
+    let root = crate::infra::is_root();
     let sudo = |prog: &str| {
         if root {
             Command::new(prog)

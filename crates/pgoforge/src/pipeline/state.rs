@@ -9,11 +9,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
-use crate::source::hex;
+use super::stage::{Ctx, Made, Stage};
+use crate::events::Event;
+pub use crate::infra::fs::value_hash as inputs_hash;
+pub use crate::infra::time::human;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StageRecord {
@@ -42,25 +43,22 @@ pub struct StageTiming {
     pub reused: bool,
 }
 
-pub struct Tracker<'a> {
-    path: PathBuf,
+/// The stages of one run: their recorded outputs, and this invocation's timings.
+pub struct Tracker {
+    /// `None`: nothing is persisted (the single-stage commands, which cache in the stages' own
+    /// stores only).
+    path: Option<PathBuf>,
     state: State,
     pub timings: Vec<StageTiming>,
-    announce: &'a dyn Fn(&str),
 }
 
-/// A short hash of any serializable value.
-pub fn inputs_hash(inputs: &impl Serialize) -> Result<String> {
-    Ok(hex(&Sha256::digest(serde_json::to_vec(inputs)?))[..16].to_string())
-}
-
-impl<'a> Tracker<'a> {
+impl Tracker {
     pub fn state_path(work: &Path) -> PathBuf {
         work.join("run-state.json")
     }
 
     /// Opens (or starts) the state of the run in `work`.
-    pub fn open(work: &Path, announce: &'a dyn Fn(&str)) -> Result<Tracker<'a>> {
+    pub fn open(work: &Path) -> Result<Tracker> {
         let path = Self::state_path(work);
         let state = match fs::read_to_string(&path) {
             Ok(t) => serde_json::from_str(&t).with_context(|| {
@@ -73,143 +71,202 @@ impl<'a> Tracker<'a> {
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
         Ok(Tracker {
-            path,
+            path: Some(path),
             state,
             timings: Vec::new(),
-            announce,
         })
+    }
+
+    /// A tracker that remembers nothing between invocations.
+    pub fn ephemeral() -> Tracker {
+        Tracker {
+            path: None,
+            state: State::default(),
+            timings: Vec::new(),
+        }
     }
 
     pub fn state(&self) -> &State {
         &self.state
     }
 
-    /// The recorded output of a finished stage.
-    pub fn output<T: DeserializeOwned>(&self, name: &str) -> Option<T> {
-        let r = self.state.stages.get(name)?;
-        serde_json::from_value(r.output.clone()).ok()
-    }
-
     fn save(&self) -> Result<()> {
-        let tmp = self.path.with_extension("json.tmp");
-        fs::write(&tmp, serde_json::to_string_pretty(&self.state)?)
-            .with_context(|| format!("writing {}", tmp.display()))?;
-        fs::rename(&tmp, &self.path).with_context(|| format!("writing {}", self.path.display()))
+        match &self.path {
+            Some(p) => crate::infra::fs::write_json(p, &self.state),
+            None => Ok(()),
+        }
     }
 
-    /// Runs stage `name` unless a record with the same inputs exists and `still_valid` accepts its
-    /// output (files may have been deleted since).
-    pub fn stage<T: Serialize + DeserializeOwned>(
-        &mut self,
-        name: &str,
-        inputs: &impl Serialize,
-        still_valid: impl Fn(&T) -> bool,
-        work: impl FnOnce() -> Result<T>,
-    ) -> Result<T> {
-        let key = inputs_hash(inputs)?;
+    fn timing(&mut self, stage: &str, seconds: f64, work_seconds: f64, reused: bool) {
+        self.timings.push(StageTiming {
+            stage: stage.into(),
+            seconds,
+            work_seconds,
+            reused,
+        });
+    }
+
+    /// Runs `s` unless a record with the same key exists and the stage accepts its output; records
+    /// what it made. A failed stage is not recorded.
+    pub fn run<S: Stage>(&mut self, s: &S, cx: &Ctx) -> Result<S::Output> {
+        let name = s.name();
+        let key = s.key().with_context(|| format!("stage {name}"))?;
         let t0 = Instant::now();
-        if let Some(r) = self.state.stages.get(name) {
-            if r.inputs == key {
-                if let Ok(out) = serde_json::from_value::<T>(r.output.clone()) {
-                    if still_valid(&out) {
-                        (self.announce)(&format!(
-                            "{name}: done before ({}), reused",
-                            human(r.seconds)
-                        ));
-                        self.timings.push(StageTiming {
-                            stage: name.into(),
-                            seconds: t0.elapsed().as_secs_f64(),
-                            work_seconds: r.seconds,
-                            reused: true,
-                        });
-                        return Ok(out);
-                    }
+        if let Some(r) = self.state.stages.get(&name).filter(|r| r.inputs == key) {
+            if let Ok(out) = serde_json::from_value::<S::Output>(r.output.clone()) {
+                if s.still_valid(&out) {
+                    let work_seconds = r.seconds;
+                    cx.reporter.event(Event::StageReused {
+                        stage: name.clone(),
+                        work_seconds,
+                    });
+                    self.timing(&name, t0.elapsed().as_secs_f64(), work_seconds, true);
+                    return Ok(out);
                 }
             }
         }
-        (self.announce)(&format!("{name}: running"));
-        let out = work().with_context(|| format!("stage {name} failed"))?;
+        cx.reporter.event(Event::StageStarted {
+            stage: name.clone(),
+        });
+        let made = match s.run(cx) {
+            Ok(m) => m,
+            Err(e) => {
+                cx.reporter.event(Event::StageFailed {
+                    stage: name.clone(),
+                    error: format!("{e:#}"),
+                });
+                return Err(e.context(format!("stage {name} failed")));
+            }
+        };
         let seconds = t0.elapsed().as_secs_f64();
+        let (out, work_seconds, reused) = match made {
+            Made::New(out) => (out, seconds, false),
+            Made::Found { out, work_seconds } => (out, work_seconds, true),
+        };
         self.state.stages.insert(
-            name.into(),
+            name.clone(),
             StageRecord {
                 inputs: key,
-                seconds,
-                finished: crate::profile::now_secs(),
+                seconds: work_seconds,
+                finished: crate::infra::time::now_secs(),
                 output: serde_json::to_value(&out)?,
             },
         );
         self.save()?;
-        (self.announce)(&format!("{name}: done in {}", human(seconds)));
-        self.timings.push(StageTiming {
-            stage: name.into(),
-            seconds,
-            work_seconds: seconds,
-            reused: false,
+        cx.reporter.event(if reused {
+            Event::StageReused {
+                stage: name.clone(),
+                work_seconds,
+            }
+        } else {
+            Event::StageFinished {
+                stage: name.clone(),
+                seconds,
+            }
         });
+        self.timing(&name, seconds, work_seconds, reused);
         Ok(out)
-    }
-}
-
-/// `1 h 02 min`, `14 min 03 s`, `12.3 s`.
-pub fn human(s: f64) -> String {
-    let t = s.round() as u64;
-    if t >= 3600 {
-        format!("{} h {:02} min", t / 3600, (t % 3600) / 60)
-    } else if t >= 60 {
-        format!("{} min {:02} s", t / 60, t % 60)
-    } else {
-        format!("{s:.1} s")
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::events::Collect;
     use std::cell::Cell;
+
+    /// Doubles its input; counts its runs; accepts recorded outputs while `valid` is set.
+    struct Double<'a> {
+        input: u32,
+        runs: &'a Cell<u32>,
+        valid: bool,
+        fail: bool,
+    }
+
+    impl Stage for Double<'_> {
+        type Output = u32;
+        fn name(&self) -> String {
+            "s".into()
+        }
+        fn key(&self) -> Result<String> {
+            inputs_hash(&self.input)
+        }
+        fn still_valid(&self, _: &u32) -> bool {
+            self.valid
+        }
+        fn run(&self, _: &Ctx) -> Result<Made<u32>> {
+            if self.fail {
+                anyhow::bail!("disk full");
+            }
+            self.runs.set(self.runs.get() + 1);
+            Ok(Made::New(self.input * 2))
+        }
+    }
 
     #[test]
     fn finished_stages_are_reused_and_changed_inputs_rerun() {
         let t = tempfile::tempdir().unwrap();
-        let runs = Cell::new(0);
-        let step = |tr: &mut Tracker, input: u32| -> u32 {
-            tr.stage(
-                "s",
-                &input,
-                |_: &u32| true,
-                || {
-                    runs.set(runs.get() + 1);
-                    Ok(input * 2)
-                },
-            )
-            .unwrap()
+        let events = Collect::default();
+        let cx = Ctx {
+            work: t.path(),
+            reporter: &events,
         };
-        let mut tr = Tracker::open(t.path(), &|_| {}).unwrap();
-        assert_eq!(step(&mut tr, 3), 6);
+        let runs = Cell::new(0);
+        let stage = |input| Double {
+            input,
+            runs: &runs,
+            valid: true,
+            fail: false,
+        };
+        let mut tr = Tracker::open(t.path()).unwrap();
+        assert_eq!(tr.run(&stage(3), &cx).unwrap(), 6);
         // A new process reads the same state: nothing reruns.
-        let mut tr = Tracker::open(t.path(), &|_| {}).unwrap();
-        assert_eq!(step(&mut tr, 3), 6);
+        let mut tr = Tracker::open(t.path()).unwrap();
+        assert_eq!(tr.run(&stage(3), &cx).unwrap(), 6);
         assert_eq!(runs.get(), 1);
         assert!(tr.timings[0].reused);
-        assert_eq!(step(&mut tr, 4), 8);
+        assert_eq!(tr.run(&stage(4), &cx).unwrap(), 8);
         assert_eq!(runs.get(), 2);
+        assert_eq!(
+            events.lines()[..3],
+            [
+                "s: running",
+                "s: done in 0.0 s",
+                "s: done before (0.0 s), reused"
+            ]
+        );
     }
 
     #[test]
     fn a_failed_stage_is_not_recorded_and_invalid_outputs_rerun() {
         let t = tempfile::tempdir().unwrap();
-        let mut tr = Tracker::open(t.path(), &|_| {}).unwrap();
-        let e = tr
-            .stage("s", &1, |_: &u32| true, || anyhow::bail!("disk full"))
-            .unwrap_err();
+        let events = Collect::default();
+        let cx = Ctx {
+            work: t.path(),
+            reporter: &events,
+        };
+        let runs = Cell::new(0);
+        let mut tr = Tracker::open(t.path()).unwrap();
+        let failing = Double {
+            input: 1,
+            runs: &runs,
+            valid: true,
+            fail: true,
+        };
+        let e = tr.run(&failing, &cx).unwrap_err();
         assert!(format!("{e:#}").contains("stage s failed: disk full"));
-        assert!(tr.output::<u32>("s").is_none());
-        tr.stage("s", &1, |_: &u32| true, || Ok(5)).unwrap();
-        let mut tr = Tracker::open(t.path(), &|_| {}).unwrap();
-        let v = tr.stage("s", &1, |_: &u32| false, || Ok(7)).unwrap();
-        assert_eq!(v, 7, "an output the check rejects is made again");
+        assert!(tr.state().stages.is_empty());
+        let ok = Double {
+            fail: false,
+            ..failing
+        };
+        tr.run(&ok, &cx).unwrap();
+        let mut tr = Tracker::open(t.path()).unwrap();
+        let rejecting = Double { valid: false, ..ok };
+        tr.run(&rejecting, &cx).unwrap();
+        assert_eq!(runs.get(), 2, "an output the check rejects is made again");
         fs::write(Tracker::state_path(t.path()), "{torn").unwrap();
-        let e = Tracker::open(t.path(), &|_| {}).err().unwrap();
+        let e = Tracker::open(t.path()).err().unwrap();
         assert!(format!("{e:#}").contains("move it away"), "{e:#}");
     }
 }

@@ -10,8 +10,9 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::train::{run_mix, Mix};
-use super::{now_secs, store, Kind, Meta, Stored, Summary};
-use crate::build::ProfileInput;
+use super::{store, Kind, Meta, Stored, Summary};
+use crate::builder::ProfileInput;
+use crate::infra::time::now_secs;
 use crate::server::{Server, ServerSpec};
 use crate::toolchain::Bolt;
 
@@ -111,7 +112,7 @@ pub struct BoltOutput {
 }
 
 fn run_tool(cmd: &mut Command, what: &str, log: &Path) -> Result<String> {
-    crate::process::run_tool(cmd, what, Some(log))
+    Ok(crate::infra::runner::run_tool(cmd, what, Some(log))?)
 }
 
 pub struct BoltRequest<'a> {

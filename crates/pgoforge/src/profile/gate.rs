@@ -18,6 +18,7 @@ pub struct Checksums {
     pub tables: Vec<(String, String)>,
 }
 
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GateWorkload {
     pub tables: u32,
     pub table_size: u64,

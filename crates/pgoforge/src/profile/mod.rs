@@ -8,16 +8,14 @@ pub mod bolt;
 pub mod gate;
 pub mod train;
 
-use std::fs::{self, File};
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
-use crate::build::{BuildOutput, ProfileInput};
-use crate::source::hex;
+use crate::builder::{BuildOutput, ProfileInput};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -98,49 +96,13 @@ impl Stored {
     }
 }
 
-fn files_under(d: &Path, ext: &str, out: &mut Vec<PathBuf>) -> Result<()> {
-    for e in fs::read_dir(d).with_context(|| format!("reading {}", d.display()))? {
-        let p = e?.path();
-        if p.is_dir() {
-            files_under(&p, ext, out)?;
-        } else if p.extension().is_some_and(|x| x == ext) {
-            out.push(p);
-        }
-    }
-    Ok(())
-}
-
 /// The gcda files of a directory, sorted.
 pub fn gcda_files(d: &Path) -> Result<Vec<PathBuf>> {
-    let mut v = Vec::new();
     if d.is_dir() {
-        files_under(d, "gcda", &mut v)?;
+        crate::infra::fs::files_under(d, "gcda")
+    } else {
+        Ok(Vec::new())
     }
-    v.sort();
-    Ok(v)
-}
-
-/// The content hash of a profile (file names and bytes for a directory).
-pub fn content_hash(p: &ProfileInput) -> Result<String> {
-    let mut h = Sha256::new();
-    match p {
-        ProfileInput::Profdata(f) => {
-            let mut file =
-                File::open(f).with_context(|| format!("opening profile {}", f.display()))?;
-            std::io::copy(&mut file, &mut h)?;
-        }
-        ProfileInput::GccDir(d) => {
-            let files = gcda_files(d)?;
-            if files.is_empty() {
-                bail!("profile directory {} holds no .gcda files", d.display());
-            }
-            for f in files {
-                h.update(f.strip_prefix(d).unwrap_or(&f).to_string_lossy().as_bytes());
-                h.update(fs::read(&f)?);
-            }
-        }
-    }
-    Ok(hex(&h.finalize()))
 }
 
 /// Checks a GCC profile against the build it is for: every gcda must name an object of that build
@@ -197,8 +159,8 @@ pub fn check_gcda(dir: &Path, build: &BuildOutput) -> Result<Summary> {
 /// Functions in the gcda files and those with non-zero arc counts, read with the gcov-dump of the
 /// same GCC (gcda formats differ between versions); `None` when it is not installed.
 fn gcov_functions(files: &[PathBuf], gcc_major: u32) -> Option<(u64, u64)> {
-    let tool = crate::toolchain::which(&format!("gcov-dump-{gcc_major}"))
-        .or_else(|| crate::toolchain::which("gcov-dump"))?;
+    let tool = crate::infra::tools::which(&format!("gcov-dump-{gcc_major}"))
+        .or_else(|| crate::infra::tools::which("gcov-dump"))?;
     let (mut functions, mut with_counts, mut pending) = (0u64, 0u64, false);
     for chunk in files.chunks(200) {
         let out = Command::new(&tool).arg("-l").args(chunk).output().ok()?;
@@ -291,7 +253,7 @@ pub fn check_profdata(file: &Path, profdata_tool: &Path) -> Result<Summary> {
 /// Moves collected profile data into the store under its content hash.
 pub fn store(work_dir: &Path, data: &ProfileInput, kind: Kind, mut meta: Meta) -> Result<Stored> {
     // A single file (profdata or fdata) or a gcda directory: content_hash covers both.
-    let hash = content_hash(data)?;
+    let hash = data.content_hash()?;
     meta.hash = hash.clone();
     let dir = work_dir.join("profiles").join(&hash[..16]);
     if dir.join("meta.json").is_file() {
@@ -345,14 +307,4 @@ pub fn check_belongs(p: &Stored, source_hash: &str, compiler_label: &str) -> Res
         );
     }
     Ok(())
-}
-
-pub fn now_secs() -> u64 {
-    unix_secs(std::time::SystemTime::now())
-}
-
-/// Seconds since the Unix epoch (0 for a time before it).
-pub fn unix_secs(t: std::time::SystemTime) -> u64 {
-    t.duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }

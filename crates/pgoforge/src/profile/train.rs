@@ -15,8 +15,9 @@ use anyhow::{bail, Context, Result};
 use oltp::settings::{PsMode, Settings, TestName};
 use serde::{Deserialize, Serialize};
 
-use super::{check_gcda, check_profdata, now_secs, store, Kind, Meta, Stored};
-use crate::build::{BuildOutput, ProfileInput};
+use super::{check_gcda, check_profdata, store, Kind, Meta, Stored};
+use crate::builder::{BuildOutput, ProfileInput};
+use crate::infra::time::now_secs;
 use crate::server::{Server, ServerSpec, ServerState};
 use crate::toolchain::FlagFamily;
 
@@ -172,7 +173,7 @@ pub fn run_mix(state: &ServerState, mix: &Mix, log: &dyn Fn(&str)) -> Result<()>
             PsMode::Disable
         };
         // Training must survive the odd deadlock or duplicate of a write phase.
-        r.ignore_errors = "1213,1020,1205,1062".parse().expect("valid list");
+        r.ignore_errors = oltp::settings::IgnoreErrors::survivable();
         if p.test == TestName::BulkInsert {
             oltp::schema::prepare(&r, &|_| {}).context("preparing bulk_insert tables")?;
         }
@@ -302,19 +303,15 @@ pub fn merge_profraw(gen: &BuildOutput, dir: &Path) -> Result<PathBuf> {
     }
     let merged = dir.join("merged.profdata");
     let tool = gen.compiler.profdata()?;
-    let out = Command::new(tool)
-        .arg("merge")
-        .arg("-o")
-        .arg(&merged)
-        .args(&raws)
-        .output()?;
-    if !out.status.success() {
-        bail!(
-            "{} merge failed: {}",
-            tool.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
+    crate::infra::runner::run_tool(
+        Command::new(tool)
+            .arg("merge")
+            .arg("-o")
+            .arg(&merged)
+            .args(&raws),
+        &format!("{} merge", tool.display()),
+        Some(&dir.join("merge.log")),
+    )?;
     Ok(merged)
 }
 

@@ -31,7 +31,7 @@ pub fn random_password() -> Result<String> {
 
 /// The OS user the server runs as and MariaDB's socket-authenticated superuser.
 pub fn os_user() -> String {
-    if crate::process::is_root() {
+    if crate::infra::is_root() {
         return "root".into();
     }
     std::env::var("USER").unwrap_or_else(|_| "root".into())

@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 
 use super::flavor::{Family, Flavor};
 use super::layout::Layout;
-use super::tail;
+use crate::infra::fs::tail;
 
 pub fn initialize(
     env: &[(String, String)],

@@ -14,8 +14,7 @@ mod init;
 pub mod layout;
 pub mod template;
 
-use std::fs::{self, File};
-use std::io::{BufRead, BufReader};
+use std::fs;
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -24,6 +23,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::infra::fs::tail;
 use anyhow::{bail, Context, Result};
 use oltp::proto::{Conn, ConnectOptions, Endpoint};
 use oltp::settings::ConnSettings;
@@ -57,6 +57,14 @@ pub struct ServerSpec {
 }
 
 impl ServerSpec {
+    /// A spec with `config` and everything else default; the binary is filled in per use.
+    pub fn with_config(config: ServerConfig) -> ServerSpec {
+        ServerSpec {
+            config,
+            ..ServerSpec::new("")
+        }
+    }
+
     pub fn new(binary: impl Into<PathBuf>) -> ServerSpec {
         ServerSpec {
             binary: binary.into(),
@@ -142,15 +150,6 @@ impl ServerState {
         fs::set_permissions(&tmp, fs::Permissions::from_mode(0o600))?;
         fs::rename(&tmp, &p).with_context(|| format!("writing {}", p.display()))
     }
-}
-
-/// The last `n` lines of a log file (empty when it does not exist).
-pub fn tail(path: &Path, n: usize) -> String {
-    let Ok(f) = File::open(path) else {
-        return String::new();
-    };
-    let lines: Vec<String> = BufReader::new(f).lines().map_while(Result::ok).collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 /// Whether `pid` is a live process (not a zombie).

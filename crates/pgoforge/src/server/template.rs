@@ -39,7 +39,7 @@ pub fn ensure(work_dir: &Path, spec: &ServerSpec, dataset: &Settings) -> Result<
         seed: dataset.rand.seed,
         rand: &dataset.rand,
     };
-    let hash = hex(&Sha256::digest(serde_json::to_vec(&key)?))[..16].to_string();
+    let hash = crate::infra::fs::hex(&Sha256::digest(serde_json::to_vec(&key)?))[..16].to_string();
     let dir = work_dir.join("datasets").join(format!(
         "{}-{}t-{}r-{hash}",
         dataset.test, dataset.schema.tables, dataset.schema.table_size
@@ -86,7 +86,7 @@ pub fn start_copy(template: &Path, spec: &ServerSpec, instance_dir: &Path) -> Re
     let state = ServerState::load(template)?;
     fs::create_dir_all(instance_dir)
         .with_context(|| format!("creating {}", instance_dir.display()))?;
-    let copied = copy_tree(&template.join("data"), &instance_dir.join("data"));
+    let copied = crate::infra::fs::copy_tree(&template.join("data"), &instance_dir.join("data"));
     if let Err(e) = copied {
         let _ = fs::remove_dir_all(instance_dir);
         return Err(e.context(format!("copying the template {}", template.display())));
@@ -104,23 +104,4 @@ pub fn start_copy(template: &Path, spec: &ServerSpec, instance_dir: &Path) -> Re
     let mut srv = Server::start(spec, instance_dir)?;
     srv.rotate_password()?;
     Ok(srv)
-}
-
-fn copy_tree(from: &Path, to: &Path) -> Result<()> {
-    fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
-    for e in fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
-        let e = e?;
-        let dst = to.join(e.file_name());
-        if e.file_type()?.is_dir() {
-            copy_tree(&e.path(), &dst)?;
-        } else {
-            // fs::copy uses copy_file_range, which reflinks where the filesystem can.
-            fs::copy(e.path(), &dst).with_context(|| format!("copying {}", e.path().display()))?;
-        }
-    }
-    Ok(())
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }

@@ -1,9 +1,14 @@
-//! One self-contained HTML report with SVG charts (no scripts, no network): throughput with CI bars
-//! per contender and workload, thread scaling, and p95 latency.
+//! One self-contained HTML report (report.html) with SVG charts (no scripts, no network): the
+//! document's tables and notes, throughput with CI bars per contender and workload, thread
+//! scaling, and p95 latency.
 
 use std::fmt::Write;
 
-use super::report::{markdown, Report};
+use anyhow::Result;
+
+use super::document::{document, Block, Table};
+use super::Exporter;
+use crate::bench::report::{Cell, Report};
 
 const COLORS: [&str; 6] = [
     "#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860",
@@ -17,11 +22,7 @@ fn esc(s: &str) -> String {
 }
 
 /// Grouped bars: one group per (workload, threads), one bar per contender, with 95% CI whiskers.
-fn bars(
-    r: &Report,
-    title: &str,
-    value: &dyn Fn(&super::report::Cell) -> (f64, f64, f64),
-) -> String {
+fn bars(r: &Report, title: &str, value: &dyn Fn(&Cell) -> (f64, f64, f64)) -> String {
     let groups: Vec<(String, u32)> = {
         let mut g: Vec<(String, u32)> = r
             .cells
@@ -54,7 +55,7 @@ fn bars(
     for k in 0..=4 {
         let v = max * 1.1 * k as f64 / 4.0;
         let yy = y(v);
-        let _ = write!(s, "<line x1='{left}' x2='{}' y1='{yy:.1}' y2='{yy:.1}' stroke='#ddd'/><text x='{}' y='{:.1}' text-anchor='end'>{v:.0}</text>", w - 20.0, left - 4.0, yy + 4.0);
+        let _ = write!(s, "<line x1='{left}' x2='{}' y1='{yy:.1}' y2='{yy:.1}' stroke='#ddd'/><text x='{}' y='{:.1}' text-anchor='end'>{}</text>", w - 20.0, left - 4.0, yy + 4.0, tick(v, max * 1.1));
     }
     for (gi, (wl, t)) in groups.iter().enumerate() {
         let gx = left + gi as f64 * gw + gw * 0.1;
@@ -116,7 +117,7 @@ fn bars(
 
 /// Thread scaling: median TPS against thread count, one line per contender and workload.
 fn scaling(r: &Report) -> Option<String> {
-    let threads: Vec<u32> = r.plan.threads.clone();
+    let threads: Vec<u32> = r.plan.spec.threads.clone();
     if threads.len() < 2 {
         return None;
     }
@@ -140,7 +141,7 @@ fn scaling(r: &Report) -> Option<String> {
     }
     let mut k = 0;
     for (ci, c) in r.plan.contenders.iter().enumerate() {
-        for wl in &r.plan.workloads {
+        for wl in &r.plan.spec.workloads {
             let pts: Vec<String> = threads
                 .iter()
                 .enumerate()
@@ -166,30 +167,65 @@ fn scaling(r: &Report) -> Option<String> {
     Some(s)
 }
 
-/// The HTML report: the Markdown tables as HTML plus the charts.
+fn table(t: &Table) -> String {
+    let row = |tag: &str, cells: &[String]| {
+        let mut s = String::from("<tr>");
+        for c in cells {
+            let _ = write!(s, "<{tag}>{}</{tag}>", esc(c));
+        }
+        s + "</tr>"
+    };
+    let mut s = String::from("<table>");
+    s.push_str(&row("th", &t.header));
+    for r in &t.rows {
+        s.push_str(&row("td", r));
+    }
+    s + "</table>"
+}
+
+/// Axis labels with as many decimals as the scale needs (ratios near 1 need two).
+fn tick(v: f64, top: f64) -> String {
+    if top < 10.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+pub struct Html;
+
+impl Exporter for Html {
+    fn file_name(&self) -> &'static str {
+        "report.html"
+    }
+
+    fn render(&self, r: &Report) -> Result<String> {
+        Ok(html(r))
+    }
+}
+
+/// The HTML report: the document's blocks as HTML, then the charts.
 pub fn html(r: &Report) -> String {
     let mut o = String::from("<!DOCTYPE html><html><head><meta charset='utf-8'><title>pgoforge benchmark</title><style>body{font-family:sans-serif;max-width:960px;margin:2em auto;color:#222}table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px}th{background:#f3f3f3}pre{background:#f7f7f7;padding:8px}</style></head><body>");
-    let md = markdown(r);
-    for block in md.split("\n\n") {
-        let lines: Vec<&str> = block.lines().collect();
-        if lines.first().is_some_and(|l| l.starts_with('|')) {
-            o.push_str("<table>");
-            for (i, l) in lines.iter().enumerate() {
-                if i == 1 {
-                    continue;
-                }
-                let tag = if i == 0 { "th" } else { "td" };
-                o.push_str("<tr>");
-                for cell in l.trim_matches('|').split('|') {
-                    let _ = write!(o, "<{tag}>{}</{tag}>", esc(cell.trim()));
-                }
-                o.push_str("</tr>");
+    for b in document(r) {
+        match &b {
+            Block::Title(t) => {
+                let _ = write!(o, "<h1>{}</h1>", esc(t));
             }
-            o.push_str("</table>");
-        } else if let Some(h) = block.strip_prefix("# ") {
-            let _ = write!(o, "<h1>{}</h1>", esc(h));
-        } else {
-            let _ = write!(o, "<p>{}</p>", esc(block).replace('\n', "<br>"));
+            Block::Paragraph(p) => {
+                let _ = write!(o, "<p>{}</p>", esc(p));
+            }
+            Block::List(lead, items) | Block::Notes(lead, items) => {
+                let _ = write!(o, "<p>{}</p><ul>", esc(lead));
+                for i in items {
+                    let _ = write!(o, "<li>{}</li>", esc(i));
+                }
+                o.push_str("</ul>");
+            }
+            Block::Table(t) => o.push_str(&table(t)),
+            Block::Counts(lead, t) => {
+                let _ = write!(o, "<p>{}</p>{}", esc(lead), table(t));
+            }
         }
     }
     o.push_str(&bars(r, "Throughput (TPS, mean with 95% CI)", &|c| {

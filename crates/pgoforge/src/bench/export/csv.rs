@@ -1,0 +1,52 @@
+//! One line per cell (report.csv), for spreadsheets.
+
+use std::fmt::Write;
+
+use anyhow::Result;
+
+use super::Exporter;
+use crate::bench::report::Report;
+
+pub struct Csv;
+
+impl Exporter for Csv {
+    fn file_name(&self) -> &'static str {
+        "report.csv"
+    }
+
+    fn render(&self, r: &Report) -> Result<String> {
+        let mut o = String::from("contender,workload,threads,rounds,tps_median,tps_mean,tps_ci_low,tps_ci_high,p95_ms_median,ratio,ratio_ci_low,ratio_ci_high,p_value,verdict\n");
+        for c in &r.cells {
+            let (ratio, lo, hi, p, v) = match &c.tps_vs_baseline {
+                Some(v) => (
+                    format!("{:.4}", v.ratio),
+                    format!("{:.4}", v.ratio_ci95.0),
+                    format!("{:.4}", v.ratio_ci95.1),
+                    format!("{:.4}", v.p_value),
+                    v.sentence(),
+                ),
+                None => (
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    "baseline".into(),
+                ),
+            };
+            let _ = writeln!(
+                o,
+                "{},{},{},{},{:.2},{:.2},{:.2},{:.2},{:.3},{ratio},{lo},{hi},{p},\"{v}\"",
+                c.contender,
+                c.workload,
+                c.threads,
+                c.tps.n,
+                c.tps.median,
+                c.tps.mean,
+                c.tps.ci95.0,
+                c.tps.ci95.1,
+                c.p95_ms.median
+            );
+        }
+        Ok(o)
+    }
+}

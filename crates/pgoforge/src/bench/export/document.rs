@@ -1,0 +1,216 @@
+//! The report as a document: what Markdown and HTML both render, block by block.
+
+use super::pct;
+use crate::bench::cachegrind::CgRecord;
+use crate::bench::report::Report;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Block {
+    Title(String),
+    Paragraph(String),
+    /// A lead-in sentence and its items.
+    List(String, Vec<String>),
+    /// A sentence with its items right under it (the environment).
+    Notes(String, Vec<String>),
+    Table(Table),
+    /// A lead-in sentence and a table (the cachegrind counts).
+    Counts(String, Table),
+}
+
+/// The results table in the seeds' shape: TPS per workload per contender, gain and its interval.
+fn results(r: &Report) -> Table {
+    let base = &r.plan.contenders[0].name;
+    let header = [
+        "workload",
+        "threads",
+        "contender",
+        "TPS (median)",
+        "95% CI of mean",
+        "p95 latency ms",
+        &format!("vs {base}"),
+        "95% CI",
+        "p",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let rows = r
+        .cells
+        .iter()
+        .map(|c| {
+            let (g, ci, p) = match &c.tps_vs_baseline {
+                Some(v) => (
+                    // The verdict's own numbers are the next columns; say only which way it went.
+                    format!(
+                        "{} {}",
+                        pct(v.ratio),
+                        match (v.significant, v.ratio > 1.0) {
+                            (false, _) => "(not significant)",
+                            (true, true) => "faster",
+                            (true, false) => "slower",
+                        }
+                    ),
+                    format!("[{}, {}]", pct(v.ratio_ci95.0), pct(v.ratio_ci95.1)),
+                    format!("{:.3}", v.p_value),
+                ),
+                None => ("baseline".into(), String::new(), String::new()),
+            };
+            vec![
+                c.workload.clone(),
+                c.threads.to_string(),
+                c.contender.clone(),
+                format!("{:.0}", c.tps.median),
+                format!("[{:.0}, {:.0}]", c.tps.ci95.0, c.tps.ci95.1),
+                format!("{:.2}", c.p95_ms.median),
+                g,
+                ci,
+                p,
+            ]
+        })
+        .collect();
+    Table { header, rows }
+}
+
+/// Every warning of the report, one line each.
+pub fn warnings(r: &Report) -> Vec<String> {
+    r.cells
+        .iter()
+        .flat_map(|c| {
+            c.warnings
+                .iter()
+                .chain(c.tps_vs_baseline.iter().flat_map(|v| v.warnings.iter()))
+                .map(move |w| format!("{} {} {}: {w}", c.contender, c.workload, c.threads))
+        })
+        .collect()
+}
+
+pub fn document(r: &Report) -> Vec<Block> {
+    let mut d = vec![
+        Block::Title(format!(
+            "Benchmark: {}",
+            r.plan
+                .contenders
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>()
+                .join(" vs ")
+        )),
+        Block::Paragraph(format!(
+            "{} rounds (interleaved, a new contender order each round), {} s per run after {} s warm-up, {} tables x {} rows, buffer pool {} MiB.",
+            r.rounds_found, r.plan.spec.seconds, r.plan.spec.warmup_seconds, r.plan.spec.tables, r.plan.spec.table_size, r.plan.config.buffer_pool_mb
+        )),
+        Block::Table(results(r)),
+    ];
+    let lat: Vec<String> = r
+        .cells
+        .iter()
+        .filter_map(|c| {
+            c.p95_vs_baseline.as_ref().map(|v| {
+                format!(
+                    "{} {} {} threads: {} (p = {:.3})",
+                    c.contender,
+                    c.workload,
+                    c.threads,
+                    v.sentence(),
+                    v.p_value
+                )
+            })
+        })
+        .collect();
+    if !lat.is_empty() {
+        d.push(Block::List("p95 latency against the baseline:".into(), lat));
+    }
+    if !r.geomeans.is_empty() {
+        d.push(Block::List(
+            "Geometric mean of TPS ratios over workloads:".into(),
+            r.geomeans
+                .iter()
+                .map(|(n, t, g)| format!("{n}, {t} threads: {}", pct(*g)))
+                .collect(),
+        ));
+    }
+    if !r.cachegrind.is_empty() {
+        d.push(Block::Counts(
+            "Deterministic counts per transaction (cachegrind, one connection; differences under ~0.5% for read-only and ~3% for write workloads are the method's noise):".into(),
+            cachegrind_table(&r.cachegrind, &r.plan.contenders[0].name),
+        ));
+    }
+    let w = warnings(r);
+    if !w.is_empty() {
+        d.push(Block::List("Warnings:".into(), w));
+    }
+    let e = &r.environment;
+    let mut env: Vec<String> = e
+        .builds
+        .iter()
+        .map(|(n, b)| format!("{n}: built by pgoforge: {b}"))
+        .collect();
+    for (n, v) in &e.server_versions {
+        let bin = r
+            .plan
+            .contenders
+            .iter()
+            .find(|c| &c.name == n)
+            .map(|c| c.binary.display().to_string())
+            .unwrap_or_default();
+        env.push(format!("{n}: {v} ({bin})"));
+    }
+    d.push(Block::Notes(
+        format!(
+            "Environment: {} ({} CPUs), kernel {}.",
+            e.cpu, e.cpus, e.kernel
+        ),
+        env,
+    ));
+    if !r.plan.label.is_empty() {
+        d.push(Block::Paragraph(r.plan.label.clone()));
+    }
+    d
+}
+
+/// Per-transaction counts under cachegrind, each against the baseline's.
+pub fn cachegrind_table(records: &[CgRecord], baseline: &str) -> Table {
+    let rel = |v: f64, b: Option<f64>| match b {
+        Some(b) if b > 0.0 && v != b => format!("{v:.0} ({:+.1}%)", (v / b - 1.0) * 100.0),
+        _ => format!("{v:.0}"),
+    };
+    let header = [
+        "workload",
+        "variant",
+        "instructions / txn",
+        "I1 misses / txn",
+        "mispredicted branches / txn",
+        "D1 misses / txn",
+        "LL misses / txn",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let rows = records
+        .iter()
+        .map(|r| {
+            let b = records
+                .iter()
+                .find(|x| x.contender == baseline && x.workload == r.workload)
+                .filter(|_| r.contender != baseline)
+                .map(|x| &x.per_txn);
+            let p = &r.per_txn;
+            vec![
+                r.workload.to_string(),
+                r.contender.clone(),
+                rel(p.instructions, b.map(|x| x.instructions)),
+                rel(p.i1_misses, b.map(|x| x.i1_misses)),
+                rel(p.mispredicts, b.map(|x| x.mispredicts)),
+                rel(p.d1_misses, b.map(|x| x.d1_misses)),
+                rel(p.ll_misses, b.map(|x| x.ll_misses)),
+            ]
+        })
+        .collect();
+    Table { header, rows }
+}

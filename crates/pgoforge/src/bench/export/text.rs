@@ -1,0 +1,61 @@
+//! A terminal table (report.txt, and what `run` and `bench` print).
+
+use std::fmt::Write;
+
+use anyhow::Result;
+
+use super::document::{cachegrind_table, warnings};
+use super::{markdown, pct, Exporter};
+use crate::bench::report::Report;
+
+pub struct Text;
+
+pub fn text(r: &Report) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{:<16} {:<22} {:>4}  {:>10} {:>9}  {:>9}  verdict (TPS vs {})",
+        "contender", "workload", "thr", "TPS median", "±CI95", "p95 ms", r.plan.contenders[0].name
+    );
+    for c in &r.cells {
+        let half = (c.tps.ci95.1 - c.tps.ci95.0) / 2.0;
+        let verdict = c
+            .tps_vs_baseline
+            .as_ref()
+            .map_or("baseline".to_string(), |v| v.sentence());
+        let _ = writeln!(
+            o,
+            "{:<16} {:<22} {:>4}  {:>10.0} {:>9.0}  {:>9.2}  {verdict}",
+            c.contender, c.workload, c.threads, c.tps.median, half, c.p95_ms.median
+        );
+    }
+    for (n, t, g) in &r.geomeans {
+        let _ = writeln!(
+            o,
+            "geometric mean over workloads, {n} at {t} threads: {}",
+            pct(*g)
+        );
+    }
+    if !r.cachegrind.is_empty() {
+        let t = cachegrind_table(&r.cachegrind, &r.plan.contenders[0].name);
+        let _ = writeln!(
+            o,
+            "per transaction under cachegrind (deterministic):\n{}",
+            markdown::table(&t).trim_end()
+        );
+    }
+    for w in warnings(r) {
+        let _ = writeln!(o, "warning: {w}");
+    }
+    o
+}
+
+impl Exporter for Text {
+    fn file_name(&self) -> &'static str {
+        "report.txt"
+    }
+
+    fn render(&self, r: &Report) -> Result<String> {
+        Ok(text(r))
+    }
+}

@@ -1,0 +1,224 @@
+//! Flags shared by several subcommands, each defined once and flattened where it is used.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use oltp::settings::TestName;
+use pgoforge::bench::spec::BenchSpec;
+use pgoforge::pipeline::stages::SourceStage;
+use pgoforge::profile::train::{Mix, Phases};
+use pgoforge::recipe::{Recipe, DEFAULT};
+use pgoforge::server::ServerConfig;
+use pgoforge::toolchain::{Compiler, FlagFamily};
+
+#[derive(Args, Clone, Debug)]
+pub struct WorkDirArgs {
+    /// Where sources, builds, profiles, runs, packages and the run state live.
+    #[arg(long = "work-dir", default_value = "pgoforge-work")]
+    pub work_dir: PathBuf,
+}
+
+impl WorkDirArgs {
+    /// The work directory, created, as a canonical path.
+    pub fn create(&self) -> Result<PathBuf> {
+        std::fs::create_dir_all(&self.work_dir)
+            .with_context(|| format!("creating the work dir {}", self.work_dir.display()))?;
+        std::fs::canonicalize(&self.work_dir)
+            .with_context(|| format!("resolving the work dir {}", self.work_dir.display()))
+    }
+
+    /// The work directory, which must exist already.
+    pub fn existing(&self) -> Result<PathBuf> {
+        std::fs::canonicalize(&self.work_dir)
+            .with_context(|| format!("work dir {}", self.work_dir.display()))
+    }
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct SourceArgs {
+    /// An embedded recipe name (`pgoforge recipes`) or a recipe TOML file.
+    #[arg(long, default_value = DEFAULT)]
+    pub recipe: String,
+    /// A source directory, tarball or URL (instead of the recipe's source).
+    #[arg(long)]
+    pub source: Option<String>,
+    /// The sha256 of --source (required for URLs; checked for tarballs when given).
+    #[arg(long)]
+    pub sha256: Option<String>,
+}
+
+impl SourceArgs {
+    pub fn recipe(&self) -> Result<Recipe> {
+        Recipe::load(&self.recipe)
+    }
+
+    /// The source stage for `recipe` with these arguments.
+    pub fn stage<'a>(&'a self, recipe: &'a Recipe) -> SourceStage<'a> {
+        SourceStage {
+            recipe,
+            user: self.source.as_deref(),
+            sha256: self.sha256.as_deref(),
+        }
+    }
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct CompilerArgs {
+    /// gcc, clang, a versioned name (clang-16, gcc-12), or a path (with --flag-family).
+    #[arg(long, default_value = "gcc")]
+    pub compiler: String,
+    /// The flag dialect of a compiler given by path.
+    #[arg(long = "flag-family", value_enum)]
+    pub flag_family: Option<FlagFamily>,
+}
+
+impl CompilerArgs {
+    pub fn find(&self) -> Result<Compiler> {
+        Compiler::find(&self.compiler, self.flag_family)
+    }
+}
+
+/// The configuration of the servers a command starts.
+#[derive(Args, Clone, Debug)]
+pub struct ServerConfigArgs {
+    /// InnoDB buffer pool of every server the command starts (training, BOLT, gate, benchmark;
+    /// cachegrind runs use 256).
+    #[arg(long = "buffer-pool-mb", default_value_t = 2048)]
+    pub buffer_pool_mb: u64,
+    /// Extra my.cnf lines for every server, NAME=VALUE (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+}
+
+impl ServerConfigArgs {
+    pub fn config(&self) -> ServerConfig {
+        ServerConfig {
+            buffer_pool_mb: self.buffer_pool_mb,
+            extra: self.set.clone(),
+            ..ServerConfig::default()
+        }
+    }
+}
+
+/// What a benchmark measures; unset values come from the standard (or --quick) specification.
+#[derive(Args, Clone, Debug, Default)]
+pub struct BenchSpecArgs {
+    /// Benchmark workloads, comma-separated [point_select, read_only, read_write; --quick: the
+    /// first two].
+    #[arg(long, value_delimiter = ',')]
+    pub workloads: Vec<TestName>,
+    /// Benchmark client threads, comma-separated [4].
+    #[arg(long, value_delimiter = ',')]
+    pub threads: Vec<u32>,
+    /// Benchmark rounds; every variant runs once per round, in a new order each round [5; --quick 4].
+    #[arg(long)]
+    pub rounds: Option<u32>,
+    /// Seconds per measured benchmark run [30; --quick 10].
+    #[arg(long)]
+    pub time: Option<u64>,
+    /// Seconds of warm-up before each measured run [5; --quick 3].
+    #[arg(long)]
+    pub warmup: Option<u64>,
+    /// Tables of the benchmark dataset [4; --quick 2].
+    #[arg(long)]
+    pub tables: Option<u32>,
+    /// Rows per table of the benchmark dataset [100000; --quick 20000].
+    #[arg(long = "table-size")]
+    pub table_size: Option<u64>,
+}
+
+impl BenchSpecArgs {
+    pub fn spec(&self, quick: bool) -> BenchSpec {
+        let d = if quick {
+            BenchSpec::quick()
+        } else {
+            BenchSpec::standard()
+        };
+        BenchSpec {
+            workloads: if self.workloads.is_empty() {
+                d.workloads
+            } else {
+                self.workloads.clone()
+            },
+            threads: if self.threads.is_empty() {
+                d.threads
+            } else {
+                self.threads.clone()
+            },
+            rounds: self.rounds.unwrap_or(d.rounds),
+            seconds: self.time.unwrap_or(d.seconds),
+            warmup_seconds: self.warmup.unwrap_or(d.warmup_seconds),
+            tables: self.tables.unwrap_or(d.tables),
+            table_size: self.table_size.unwrap_or(d.table_size),
+        }
+    }
+}
+
+/// The training mix.
+#[derive(Args, Clone, Debug)]
+pub struct MixArgs {
+    /// Training phases: test[@text][:seconds[:threads]], comma-separated.
+    #[arg(long)]
+    pub mix: Option<String>,
+    /// Tables of the training dataset.
+    #[arg(long = "train-tables")]
+    pub train_tables: Option<u32>,
+    /// Rows per table of the training dataset.
+    #[arg(long = "train-table-size")]
+    pub train_table_size: Option<u64>,
+}
+
+impl MixArgs {
+    /// The mix, or why `--mix` does not parse.
+    pub fn mix(&self, quick: bool) -> Result<Mix, String> {
+        let mut m = if quick { Mix::quick() } else { Mix::standard() };
+        if let Some(spec) = &self.mix {
+            m.phases = spec.parse::<Phases>()?.0;
+        }
+        if let Some(t) = self.train_tables {
+            m.tables = t;
+        }
+        if let Some(n) = self.train_table_size {
+            m.table_size = n;
+        }
+        if m.phases.is_empty() {
+            return Err("--mix has no phases".into());
+        }
+        Ok(m)
+    }
+}
+
+/// The training mix of `train` and `bolt`: `--mix`, `--quick`, and the dataset's size under both
+/// the names `run` uses and the shorter ones these commands took first.
+#[derive(Args, Clone, Debug)]
+pub struct TrainingArgs {
+    #[command(flatten)]
+    pub mix: MixArgs,
+    /// Same as --train-tables.
+    #[arg(long, hide = true)]
+    pub tables: Option<u32>,
+    /// Same as --train-table-size.
+    #[arg(long = "table-size", hide = true)]
+    pub table_size: Option<u64>,
+    /// A short mix (about half a minute) for a first look.
+    #[arg(long)]
+    pub quick: bool,
+}
+
+impl TrainingArgs {
+    pub fn mix(&self) -> Result<Mix, String> {
+        MixArgs {
+            train_tables: self.mix.train_tables.or(self.tables),
+            train_table_size: self.mix.train_table_size.or(self.table_size),
+            ..self.mix.clone()
+        }
+        .mix(self.quick)
+    }
+}
+
+/// Splits a space-separated flag list (`--bolt-flags`).
+pub fn words(s: &Option<String>) -> Option<Vec<String>> {
+    s.as_ref()
+        .map(|f| f.split_whitespace().map(str::to_string).collect())
+}

@@ -1,0 +1,93 @@
+//! `pgoforge train`: builds the instrumented (pgo-gen) server, trains it, stores the profile —
+//! the same stages `pgoforge run` uses.
+
+use anyhow::Result;
+use clap::Args;
+use pgoforge::builder::Variant;
+use pgoforge::pipeline::stage::Ctx;
+use pgoforge::pipeline::stages::{BuildStage, TrainStage};
+use pgoforge::pipeline::Tracker;
+
+use super::args::{CompilerArgs, ServerConfigArgs, SourceArgs, TrainingArgs, WorkDirArgs};
+
+#[derive(Args)]
+pub struct TrainArgs {
+    #[command(flatten)]
+    source: SourceArgs,
+    #[command(flatten)]
+    compiler: CompilerArgs,
+    #[command(flatten)]
+    work: WorkDirArgs,
+    #[command(flatten)]
+    training: TrainingArgs,
+    #[command(flatten)]
+    server: ServerConfigArgs,
+    /// Print the stored profile's record as JSON (progress events go to stderr as JSON lines).
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn main(a: TrainArgs) -> Result<i32> {
+    // Everything that can be wrong with the arguments is found before any build starts.
+    let mix = a.training.mix().unwrap_or_else(|e| super::usage_error(e));
+    let compiler = a.compiler.find()?;
+    let recipe = a.source.recipe()?;
+    let work = a.work.create()?;
+    let reporter = super::reporter(a.json);
+    let cx = Ctx {
+        work: &work,
+        reporter: reporter.as_ref(),
+    };
+    let mut t = Tracker::ephemeral();
+    let src = t.run(&a.source.stage(&recipe), &cx)?;
+    let gen = t.run(
+        &BuildStage {
+            recipe: &recipe,
+            source: &src,
+            compiler: &compiler,
+            variant: "pgo-gen".parse::<Variant>().expect("a valid variant"),
+            profile: None,
+            jobs: 0,
+        },
+        &cx,
+    )?;
+    let config = a.server.config();
+    let stored = t.run(
+        &TrainStage {
+            gen: &gen,
+            mix: &mix,
+            server: &config,
+        },
+        &cx,
+    )?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&stored)?);
+        return Ok(0);
+    }
+    let s = &stored.meta.summary;
+    println!(
+        "profile stored in {} ({:?}, {} files, {} bytes, trained {:.0} s)",
+        stored.dir.display(),
+        stored.meta.kind,
+        s.files,
+        s.bytes,
+        stored.meta.seconds
+    );
+    if let Some(f) = s.functions {
+        println!(
+            "  {} functions, {} with counts",
+            f,
+            s.functions_with_counts.unwrap_or(0)
+        );
+    }
+    if !s.hottest.is_empty() {
+        println!("  hottest: {}", s.hottest.join(", "));
+    }
+    println!(
+        "Next: pgoforge build --variant pgo --compiler {} --recipe {} --profile {}",
+        a.compiler.compiler,
+        a.source.recipe,
+        stored.data().display()
+    );
+    Ok(0)
+}

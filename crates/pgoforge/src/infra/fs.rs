@@ -1,0 +1,147 @@
+//! Files: written atomically, trees copied, contents hashed, logs tailed.
+
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::{Context, Result};
+use sha2::{Digest, Sha256};
+
+/// Writes `contents` to `path` so that a reader sees the old file or the new one, never a torn
+/// one: a temporary file beside it (named for this process and call, so concurrent writers never
+/// share one), flushed, then renamed over the target.
+pub fn write_atomic(path: &Path, contents: impl AsRef<[u8]>) -> Result<()> {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let name = path
+        .file_name()
+        .with_context(|| format!("{} names no file", path.display()))?
+        .to_string_lossy();
+    let tmp = path.with_file_name(format!(
+        ".{name}.{}.{}.tmp",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = (|| -> std::io::Result<()> {
+        let mut f = File::create(&tmp)?;
+        f.write_all(contents.as_ref())?;
+        f.sync_all()
+    })();
+    if let Err(e) = written.and_then(|_| fs::rename(&tmp, path)) {
+        let _ = fs::remove_file(&tmp);
+        return Err(e).with_context(|| format!("writing {}", path.display()));
+    }
+    Ok(())
+}
+
+/// [`write_atomic`] of a value as pretty JSON.
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
+    write_atomic(path, serde_json::to_string_pretty(value)?)
+}
+
+/// Copies the tree `from` into `to` (created), regular files and directories.
+pub fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    for e in fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let e = e?;
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if e.file_type()?.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else {
+            // fs::copy uses copy_file_range, which reflinks where the filesystem can.
+            fs::copy(&src, &dst)
+                .with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Every regular file under `root` whose name ends with `ext` (any file for ""), sorted.
+pub fn files_under(root: &Path, ext: &str) -> Result<Vec<PathBuf>> {
+    fn walk(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) -> Result<()> {
+        for e in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+            let e = e?;
+            let p = e.path();
+            if e.file_type()?.is_dir() {
+                walk(&p, ext, out)?;
+            } else if ext.is_empty() || p.extension().is_some_and(|x| x == ext) {
+                out.push(p);
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(root, ext, &mut out)?;
+    out.sort();
+    Ok(out)
+}
+
+/// Lowercase hex of bytes.
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The sha256 of a file, in hex.
+pub fn sha256_file(p: &Path) -> Result<String> {
+    let mut f = File::open(p).with_context(|| format!("opening {}", p.display()))?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h).with_context(|| format!("reading {}", p.display()))?;
+    Ok(hex(&h.finalize()))
+}
+
+/// A short (16 hex digits) hash of any serializable value: the key of cached work.
+pub fn value_hash(v: &impl serde::Serialize) -> Result<String> {
+    Ok(hex(&Sha256::digest(serde_json::to_vec(v)?))[..16].to_string())
+}
+
+/// The last `n` lines of a text file ("" when it cannot be read).
+pub fn tail(path: &Path, n: usize) -> String {
+    let Ok(f) = File::open(path) else {
+        return String::new();
+    };
+    let lines: Vec<String> = BufReader::new(f).lines().map_while(Result::ok).collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_writes_replace_whole_files_and_leave_no_temporaries() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("state.json");
+        write_atomic(&p, "one").unwrap();
+        write_json(&p, &vec![1, 2]).unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "[\n  1,\n  2\n]");
+        let names: Vec<_> = fs::read_dir(t.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "a temporary file was left behind");
+        // A directory where the file should go: an error naming the path, nothing left.
+        fs::create_dir(t.path().join("d")).unwrap();
+        let e = write_atomic(&t.path().join("d"), "x").unwrap_err();
+        assert!(format!("{e:#}").contains("writing"), "{e:#}");
+        assert_eq!(fs::read_dir(t.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn trees_copy_and_hash() {
+        let t = tempfile::tempdir().unwrap();
+        let a = t.path().join("a");
+        fs::create_dir_all(a.join("sub")).unwrap();
+        fs::write(a.join("sub/x.gcda"), "xx").unwrap();
+        fs::write(a.join("y.txt"), "y\nz\n").unwrap();
+        copy_tree(&a, &t.path().join("b")).unwrap();
+        assert_eq!(fs::read(t.path().join("b/sub/x.gcda")).unwrap(), b"xx");
+        assert_eq!(files_under(&a, "gcda").unwrap(), vec![a.join("sub/x.gcda")]);
+        assert_eq!(files_under(&a, "").unwrap().len(), 2);
+        assert_eq!(
+            sha256_file(&t.path().join("b/sub/x.gcda")).unwrap(),
+            hex(&Sha256::digest(b"xx"))
+        );
+        assert_eq!(tail(&a.join("y.txt"), 1), "z");
+        assert_eq!(tail(&a.join("missing"), 1), "");
+        assert_eq!(hex(&[0, 255]), "00ff");
+        assert_eq!(value_hash(&1).unwrap(), value_hash(&1).unwrap());
+        assert_ne!(value_hash(&1).unwrap(), value_hash(&2).unwrap());
+    }
+}

@@ -1,0 +1,16 @@
+//! The infrastructure layer: what every stage needs and no stage owns — files written atomically,
+//! trees copied and hashed, time, external commands run with typed errors, and the tools this
+//! machine has (found once).
+//!
+//! Nothing here knows about servers, builds or benchmarks; every other module may use it.
+
+pub mod fs;
+pub mod runner;
+pub mod time;
+pub mod tools;
+
+/// Whether pgoforge runs as root (installs need no sudo, servers run with `user=root`).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}

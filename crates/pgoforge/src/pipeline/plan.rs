@@ -1,0 +1,324 @@
+//! The resolved plan of a run: every argument checked and every decision taken — which builds,
+//! which contenders, which stages, how much disk — before anything touches the machine.
+//! [`RunPlan::resolve`] is pure: it reads the request and the environment found beforehand and
+//! returns the plan or the first reason the run cannot work.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+use crate::bench::spec::BenchSpec;
+use crate::builder::{Stage as BuildKind, Variant};
+use crate::profile::train::Mix;
+use crate::recipe::Recipe;
+use crate::server::ServerConfig;
+use crate::toolchain::{Bolt, Compiler};
+
+/// Buffer pool of servers run under valgrind: a large pool's start-up costs minutes there and
+/// the cachegrind dataset (1 table of 10 000 rows) needs little.
+pub const CACHEGRIND_BUFFER_POOL_MB: u64 = 256;
+
+/// Everything a run was asked to do, typed (the CLI fills it; tests build it directly).
+#[derive(Clone, Debug, Serialize)]
+pub struct RunRequest {
+    pub recipe: Recipe,
+    /// A source directory, tarball or URL instead of the recipe's.
+    pub source: Option<String>,
+    pub sha256: Option<String>,
+    pub compiler: Compiler,
+    /// The variants compared with the baseline.
+    pub variants: Vec<Variant>,
+    /// A trained profile to use instead of building and training pgo-gen.
+    pub profile: Option<PathBuf>,
+    pub mix: Mix,
+    pub bench: BenchSpec,
+    /// The configuration of every server the run starts: training, BOLT's profiling run, the
+    /// gate, the benchmark (cachegrind overrides the buffer pool, see
+    /// [`CACHEGRIND_BUFFER_POOL_MB`]).
+    pub server: ServerConfig,
+    pub bolt_flags: Option<Vec<String>>,
+    pub work_dir: PathBuf,
+    pub package: bool,
+    /// Also count instructions, I1 misses and mispredicts per transaction under cachegrind.
+    pub cachegrind: bool,
+}
+
+/// What the machine has, found before planning.
+#[derive(Clone, Debug, Default)]
+pub struct Env {
+    pub bolt: Option<Bolt>,
+}
+
+impl Env {
+    pub fn probe() -> Env {
+        Env { bolt: Bolt::find() }
+    }
+}
+
+/// Where a build's compiler profile comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProfileFrom {
+    None,
+    /// `--profile`.
+    Given,
+    /// Trained on the pgo-gen build in this run.
+    Trained,
+}
+
+/// One build of the run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PlannedBuild {
+    pub variant: Variant,
+    pub profile: ProfileFrom,
+}
+
+/// One binary of the benchmark and how it comes about.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PlannedContender {
+    pub name: String,
+    /// The build it is (or is BOLTed from).
+    pub build: Variant,
+    pub bolted: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RunPlan {
+    pub request: RunRequest,
+    /// In build order: baseline, pgo-gen when training, then the variants.
+    pub builds: Vec<PlannedBuild>,
+    pub contenders: Vec<PlannedContender>,
+    /// Stage names in order, as the state file and the stage table show them.
+    pub stages: Vec<String>,
+    /// The BOLT the +bolt variants use.
+    #[serde(skip)]
+    pub bolt: Option<Bolt>,
+}
+
+impl RunPlan {
+    pub fn resolve(req: RunRequest, env: &Env) -> Result<RunPlan> {
+        check(&req, env)?;
+        let needs_profile = req.variants.iter().any(Variant::needs_profile);
+        let from = if !needs_profile {
+            ProfileFrom::None
+        } else if req.profile.is_some() {
+            ProfileFrom::Given
+        } else {
+            ProfileFrom::Trained
+        };
+        let baseline: Variant = "baseline".parse().expect("a valid variant");
+        let gen: Variant = "pgo-gen".parse().expect("a valid variant");
+        let mut builds = vec![PlannedBuild {
+            variant: baseline,
+            profile: ProfileFrom::None,
+        }];
+        let mut stages = vec!["source".to_string(), format!("build {baseline}")];
+        if from == ProfileFrom::Trained {
+            builds.push(PlannedBuild {
+                variant: gen,
+                profile: ProfileFrom::None,
+            });
+            stages.extend([format!("build {gen}"), "train".into()]);
+        }
+        let mut contenders = vec![PlannedContender {
+            name: "baseline".into(),
+            build: baseline,
+            bolted: false,
+        }];
+        for &v in &req.variants {
+            builds.push(PlannedBuild {
+                variant: v,
+                profile: if v.needs_profile() {
+                    from
+                } else {
+                    ProfileFrom::None
+                },
+            });
+            stages.push(format!("build {v}"));
+            if !v.bolt_ready {
+                contenders.push(PlannedContender {
+                    name: v.to_string(),
+                    build: v,
+                    bolted: false,
+                });
+                continue;
+            }
+            let plain = Variant {
+                bolt_ready: false,
+                ..v
+            };
+            if !req.variants.contains(&plain) {
+                // The bolt-ready build stands in for the plain variant (same code, relocations
+                // kept, no hot/cold splitting), so BOLT's own share of the gain shows.
+                contenders.push(PlannedContender {
+                    name: format!("{plain}-prebolt"),
+                    build: v,
+                    bolted: false,
+                });
+            }
+            contenders.push(PlannedContender {
+                name: v.to_string(),
+                build: v,
+                bolted: true,
+            });
+            stages.push(format!("bolt {v}"));
+        }
+        stages.extend(["gate".into(), "bench".into()]);
+        if req.cachegrind {
+            stages.push("cachegrind".into());
+        }
+        stages.push("report".into());
+        if req.package {
+            stages.push("package".into());
+        }
+        Ok(RunPlan {
+            request: req,
+            builds,
+            contenders,
+            stages,
+            bolt: env.bolt.clone(),
+        })
+    }
+
+    /// The configuration of the servers run under cachegrind.
+    pub fn cachegrind_server(&self) -> ServerConfig {
+        ServerConfig {
+            buffer_pool_mb: CACHEGRIND_BUFFER_POOL_MB,
+            ..self.request.server.clone()
+        }
+    }
+}
+
+/// Everything that can be wrong with a request, found before anything runs.
+fn check(req: &RunRequest, env: &Env) -> Result<()> {
+    if req.variants.is_empty() {
+        bail!("no variants to compare with the baseline");
+    }
+    if req.variants.iter().any(|v| v.stage == BuildKind::PgoGen) {
+        bail!("pgo-gen is the instrumented build used for training, not a variant to compare; choose from pgo, pgo+lto, lto (each optionally +bolt)");
+    }
+    if let Err(e) = req.bench.check() {
+        bail!("{e}");
+    }
+    if req.mix.phases.is_empty() {
+        bail!("--mix has no phases");
+    }
+    let wants_bolt = req.variants.iter().any(|v| v.bolt_ready);
+    if wants_bolt && env.bolt.is_none() {
+        bail!(
+            "a +bolt variant needs llvm-bolt; {}",
+            crate::infra::tools::install_hint("llvm-bolt")
+        );
+    }
+    let needs_profile = req.variants.iter().any(Variant::needs_profile);
+    if let Some(p) = req.profile.as_ref().filter(|_| needs_profile) {
+        if !p.exists() {
+            bail!(
+                "--profile {} does not exist (give a gcda directory or a .profdata file)",
+                p.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::toolchain::FlagFamily;
+
+    fn request(variants: &[&str]) -> RunRequest {
+        RunRequest {
+            recipe: Recipe::load(crate::recipe::DEFAULT).unwrap(),
+            source: None,
+            sha256: None,
+            compiler: Compiler {
+                family: FlagFamily::Gcc,
+                cc: "/usr/bin/gcc".into(),
+                cxx: "/usr/bin/g++".into(),
+                version: "gcc 12".into(),
+                major: 12,
+                profdata: None,
+            },
+            variants: variants.iter().map(|v| v.parse().unwrap()).collect(),
+            profile: None,
+            mix: Mix::quick(),
+            bench: BenchSpec::quick(),
+            server: ServerConfig::default(),
+            bolt_flags: None,
+            work_dir: "/nonexistent/work".into(),
+            package: true,
+            cachegrind: false,
+        }
+    }
+
+    fn with_bolt() -> Env {
+        Env {
+            bolt: Some(Bolt {
+                major: 22,
+                llvm_bolt: "/usr/lib/llvm-22/bin/llvm-bolt".into(),
+                merge_fdata: None,
+                perf2bolt: None,
+            }),
+        }
+    }
+
+    #[test]
+    fn the_plan_names_every_build_contender_and_stage_before_anything_runs() {
+        let p = RunPlan::resolve(request(&["pgo", "pgo+bolt"]), &with_bolt()).unwrap();
+        let builds: Vec<String> = p.builds.iter().map(|b| b.variant.to_string()).collect();
+        assert_eq!(builds, ["baseline", "pgo-gen", "pgo", "pgo+bolt"]);
+        assert_eq!(p.builds[3].profile, ProfileFrom::Trained);
+        let names: Vec<&str> = p.contenders.iter().map(|c| c.name.as_str()).collect();
+        // pgo is listed, so the bolt-ready build is not compared unBOLTed.
+        assert_eq!(names, ["baseline", "pgo", "pgo+bolt"]);
+        assert_eq!(
+            p.stages,
+            [
+                "source",
+                "build baseline",
+                "build pgo-gen",
+                "train",
+                "build pgo",
+                "build pgo+bolt",
+                "bolt pgo+bolt",
+                "gate",
+                "bench",
+                "report",
+                "package"
+            ]
+        );
+        let p = RunPlan::resolve(request(&["pgo+lto+bolt"]), &with_bolt()).unwrap();
+        let names: Vec<&str> = p.contenders.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["baseline", "pgo+lto-prebolt", "pgo+lto+bolt"]);
+        // No profile needed: no pgo-gen, no training.
+        let p = RunPlan::resolve(request(&["lto"]), &Env::default()).unwrap();
+        assert_eq!(p.builds.len(), 2);
+        assert!(!p.stages.contains(&"train".to_string()));
+    }
+
+    #[test]
+    fn bad_requests_fail_before_any_side_effect() {
+        let e = |r: RunRequest, env: &Env| RunPlan::resolve(r, env).unwrap_err().to_string();
+        assert!(e(request(&[]), &with_bolt()).contains("no variants"));
+        assert!(e(request(&["pgo-gen"]), &with_bolt()).contains("used for training"));
+        assert!(e(request(&["pgo+bolt"]), &Env::default()).contains("apt-get install bolt-22"));
+        let mut r = request(&["pgo"]);
+        r.bench.rounds = 0;
+        assert!(e(r, &with_bolt()).contains("at least 1"));
+        let mut r = request(&["pgo"]);
+        r.mix.phases.clear();
+        assert!(e(r, &with_bolt()).contains("no phases"));
+        let mut r = request(&["pgo"]);
+        r.profile = Some("/nonexistent/gcda".into());
+        assert!(e(r, &with_bolt()).contains("does not exist"));
+        assert_eq!(
+            RunPlan::resolve(request(&["pgo"]), &Env::default())
+                .unwrap()
+                .cachegrind_server()
+                .buffer_pool_mb,
+            CACHEGRIND_BUFFER_POOL_MB
+        );
+    }
+}

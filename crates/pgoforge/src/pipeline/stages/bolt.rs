@@ -1,0 +1,70 @@
+//! BOLT: a bolt-ready build is profiled (instrumentation, or perf sampling where the CPU has
+//! LBR) on the training mix and optimized; the result sits beside it as `<binary>.bolt`.
+
+use anyhow::Result;
+
+use crate::events::{log_to, tick_to};
+use crate::pipeline::stage::{Ctx, Made, Stage};
+use crate::pipeline::state::inputs_hash;
+use crate::profile::bolt::{self, BoltOutput, BoltRequest};
+use crate::profile::train::Mix;
+use crate::server::{ServerConfig, ServerSpec};
+use crate::toolchain::Bolt;
+
+pub struct BoltStage<'a> {
+    /// The contender's name (`pgo+bolt`).
+    pub name: String,
+    /// The bolt-ready binary and the key of its build ("" for a binary given by hand).
+    pub binary: &'a std::path::Path,
+    pub build_key: &'a str,
+    pub bolt: &'a Bolt,
+    pub mix: &'a Mix,
+    pub flags: Option<&'a [String]>,
+    pub server: &'a ServerConfig,
+    pub source_hash: &'a str,
+}
+
+impl Stage for BoltStage<'_> {
+    type Output = BoltOutput;
+
+    fn name(&self) -> String {
+        format!("bolt {}", self.name)
+    }
+
+    fn key(&self) -> Result<String> {
+        // The server's configuration shapes the profile as much as the mix does.
+        inputs_hash(&(
+            &self.build_key,
+            &self.mix,
+            &self.flags,
+            &self.bolt.llvm_bolt,
+            &self.server,
+        ))
+    }
+
+    fn still_valid(&self, x: &BoltOutput) -> bool {
+        x.binary.is_file()
+    }
+
+    fn run(&self, cx: &Ctx) -> Result<Made<BoltOutput>> {
+        let stage = self.name();
+        tick_to(cx.reporter, &stage)(0, 0);
+        let out = bolt::optimize(
+            &BoltRequest {
+                binary: self.binary,
+                bolt: self.bolt,
+                spec: ServerSpec::with_config(self.server.clone()),
+                mix: self.mix,
+                work_dir: cx.work,
+                flags: self.flags.map(<[String]>::to_vec),
+                source_hash: self.source_hash.into(),
+                build_key: self.build_key.into(),
+            },
+            &log_to(cx.reporter, &stage),
+        )?;
+        if let Some(c) = &out.coverage {
+            cx.reporter.message(&stage, c);
+        }
+        Ok(Made::New(out))
+    }
+}

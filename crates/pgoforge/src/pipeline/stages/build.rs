@@ -1,0 +1,103 @@
+//! One build of a variant. The build directory is its own cache (build.json, shared with
+//! `pgoforge build`), so a build finished by any command is found rather than redone.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::builder::{self, BuildOutput, BuildRequest, ProfileInput, Variant};
+use crate::events::Event;
+use crate::pipeline::stage::{Ctx, Made, Stage};
+use crate::recipe::Recipe;
+use crate::source::Source;
+use crate::toolchain::Compiler;
+
+pub struct BuildStage<'a> {
+    pub recipe: &'a Recipe,
+    pub source: &'a Source,
+    pub compiler: &'a Compiler,
+    pub variant: Variant,
+    pub profile: Option<&'a ProfileInput>,
+    /// make -j (0: from cores and memory).
+    pub jobs: usize,
+}
+
+impl BuildStage<'_> {
+    fn request<'r>(
+        &'r self,
+        work: &'r Path,
+        progress: Option<&'r dyn Fn(u64)>,
+    ) -> BuildRequest<'r> {
+        BuildRequest {
+            recipe: self.recipe,
+            source: self.source,
+            variant: self.variant,
+            compiler: self.compiler,
+            profile: self.profile,
+            work_dir: work,
+            jobs: self.jobs,
+            progress,
+        }
+    }
+
+    /// Whether this build is finished (a variant whose profile is not trained yet is not).
+    pub fn finished(&self, work: &Path) -> bool {
+        builder::plan(&self.request(work, None)).is_ok_and(|(_, d)| d.join("build.json").is_file())
+    }
+}
+
+impl Stage for BuildStage<'_> {
+    type Output = BuildOutput;
+
+    fn name(&self) -> String {
+        format!("build {}", self.variant)
+    }
+
+    fn key(&self) -> Result<String> {
+        // The key is the build's own (source, recipe, variant, compiler, profile hash, flags);
+        // the targets are checked by still_valid, as the build cache checks them.
+        // (The work directory only places the build; it is not part of the key.)
+        Ok(builder::plan(&self.request(Path::new("."), None))?.0)
+    }
+
+    fn still_valid(&self, b: &BuildOutput) -> bool {
+        b.binary.is_file()
+            && b.dir.join("build.json").is_file()
+            && self
+                .recipe
+                .build
+                .targets
+                .iter()
+                .all(|t| b.targets.contains(t))
+    }
+
+    fn run(&self, cx: &Ctx) -> Result<Made<BuildOutput>> {
+        let stage = self.name();
+        let tick = |pct: u64| {
+            cx.reporter.event(Event::Progress {
+                stage: stage.clone(),
+                done: pct,
+                total: 100,
+            })
+        };
+        let b = builder::build(&self.request(cx.work, Some(&tick)))?;
+        if !b.cached && b.attempts > 1 {
+            cx.reporter.message(
+                &stage,
+                &format!(
+                    "resumed an unfinished build; {} in {} attempts",
+                    crate::infra::time::human(b.seconds),
+                    b.attempts
+                ),
+            );
+        }
+        Ok(if b.cached {
+            Made::Found {
+                work_seconds: b.seconds,
+                out: b,
+            }
+        } else {
+            Made::New(b)
+        })
+    }
+}

@@ -1,0 +1,55 @@
+//! The correctness gate: every optimized binary runs the same seeded write workload as the
+//! baseline and must leave the same CHECKSUM TABLE values.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::pipeline::stage::{Ctx, Made, Stage};
+use crate::pipeline::state::inputs_hash;
+use crate::profile::gate::{self, Checksums, GateWorkload};
+use crate::server::{ServerConfig, ServerSpec};
+
+pub struct GateStage<'a> {
+    pub baseline: PathBuf,
+    /// (name, binary) of every candidate.
+    pub candidates: Vec<(String, PathBuf)>,
+    /// What identifies each binary (a rebuilt binary at the same path is a new one).
+    pub identities: Vec<(String, String)>,
+    pub server: &'a ServerConfig,
+    pub workload: GateWorkload,
+}
+
+impl Stage for GateStage<'_> {
+    type Output = Vec<Checksums>;
+
+    fn name(&self) -> String {
+        "gate".into()
+    }
+
+    fn key(&self) -> Result<String> {
+        inputs_hash(&(&self.identities, &self.server, &self.workload))
+    }
+
+    fn still_valid(&self, _: &Vec<Checksums>) -> bool {
+        true
+    }
+
+    fn run(&self, cx: &Ctx) -> Result<Made<Vec<Checksums>>> {
+        let sums = gate::gate(
+            &ServerSpec::with_config(self.server.clone()),
+            &self.baseline,
+            &self.candidates,
+            cx.work,
+            &self.workload,
+        )?;
+        cx.reporter.message(
+            "gate",
+            &format!(
+                "{} binaries leave the baseline's checksums",
+                self.candidates.len()
+            ),
+        );
+        Ok(Made::New(sums))
+    }
+}

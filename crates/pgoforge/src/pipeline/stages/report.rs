@@ -1,0 +1,36 @@
+//! The report: text, Markdown, HTML, JSON and CSV regenerated from the run's stored results
+//! every time (cheap, and a newer pgoforge's report is then what the user reads).
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::bench::report::{self, Report};
+use crate::pipeline::stage::{Ctx, Made, Stage};
+use crate::pipeline::state::inputs_hash;
+
+pub struct ReportStage {
+    pub run_dir: PathBuf,
+}
+
+impl Stage for ReportStage {
+    type Output = Report;
+
+    fn name(&self) -> String {
+        "report".into()
+    }
+
+    fn key(&self) -> Result<String> {
+        inputs_hash(&self.run_dir)
+    }
+
+    fn still_valid(&self, _: &Report) -> bool {
+        false
+    }
+
+    fn run(&self, _: &Ctx) -> Result<Made<Report>> {
+        let r = report::build(&self.run_dir)?;
+        crate::bench::export::write_all(&self.run_dir, &r)?;
+        Ok(Made::New(r))
+    }
+}

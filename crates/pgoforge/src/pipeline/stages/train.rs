@@ -1,0 +1,81 @@
+//! Training: the instrumented (pgo-gen) build serves the training mix; its profile is checked and
+//! stored in WORK/profiles/<hash>/.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::builder::BuildOutput;
+use crate::events::{log_to, tick_to};
+use crate::pipeline::stage::{Ctx, Made, Stage};
+use crate::pipeline::state::inputs_hash;
+use crate::profile::train::{self, Mix, TrainRequest};
+use crate::profile::Stored;
+use crate::server::{ServerConfig, ServerSpec};
+
+pub struct TrainStage<'a> {
+    pub gen: &'a BuildOutput,
+    pub mix: &'a Mix,
+    pub server: &'a ServerConfig,
+}
+
+/// The key of a server configuration as the stages before it was carried whole recorded it: the
+/// buffer pool alone, when nothing else differs from the defaults (so finished training and its
+/// profile, hence every pgo build keyed by that profile, stay valid).
+pub fn server_key(c: &ServerConfig) -> ServerKey<'_> {
+    let only_pool = ServerConfig {
+        buffer_pool_mb: c.buffer_pool_mb,
+        ..ServerConfig::default()
+    };
+    if *c == only_pool {
+        ServerKey::Pool(c.buffer_pool_mb)
+    } else {
+        ServerKey::Whole(c)
+    }
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum ServerKey<'a> {
+    Pool(u64),
+    Whole(&'a ServerConfig),
+}
+
+impl Stage for TrainStage<'_> {
+    type Output = Stored;
+
+    fn name(&self) -> String {
+        "train".into()
+    }
+
+    fn key(&self) -> Result<String> {
+        inputs_hash(&(&self.gen.key, &self.mix, server_key(self.server)))
+    }
+
+    fn still_valid(&self, s: &Stored) -> bool {
+        s.data().exists()
+    }
+
+    fn run(&self, cx: &Ctx) -> Result<Made<Stored>> {
+        let stage = self.name();
+        tick_to(cx.reporter, &stage)(0, 0);
+        let stored = train::train(
+            &TrainRequest {
+                gen: self.gen,
+                spec: ServerSpec::with_config(self.server.clone()),
+                mix: self.mix,
+                work_dir: cx.work,
+            },
+            &log_to(cx.reporter, &stage),
+        )?;
+        cx.reporter.message(
+            &stage,
+            &format!(
+                "profile {} ({} files, {} bytes)",
+                stored.dir.display(),
+                stored.meta.summary.files,
+                stored.meta.summary.bytes
+            ),
+        );
+        Ok(Made::New(stored))
+    }
+}
