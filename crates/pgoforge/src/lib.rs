@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod builder;
 pub mod events;
+pub mod gate;
 pub mod infra;
 pub mod package;
 pub mod pipeline;

@@ -10,8 +10,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use pgoforge::builder::{build, BuildOutput, BuildRequest, ProfileInput};
+use pgoforge::gate::{gate, GateWorkload};
 use pgoforge::profile::bolt::{self, BoltRequest};
-use pgoforge::profile::gate::{gate, GateWorkload};
 use pgoforge::profile::train::{self, Mix, TrainRequest};
 use pgoforge::profile::{
     self, check_belongs, check_gcda, check_profdata, store, Kind, Meta, Summary,

@@ -4,10 +4,10 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
+use pgoforge::gate::GateWorkload;
 use pgoforge::pipeline::stage::Ctx;
 use pgoforge::pipeline::stages::GateStage;
 use pgoforge::pipeline::Tracker;
-use pgoforge::profile::gate::GateWorkload;
 
 use super::args::{ServerConfigArgs, WorkDirArgs};
 

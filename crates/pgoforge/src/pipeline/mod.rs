@@ -25,7 +25,7 @@ use crate::bench::report::Report;
 use crate::bench::run::{Contender, Plan};
 use crate::builder::{BuildOutput, ProfileInput, Variant};
 use crate::events::Reporter;
-use crate::profile::gate::GateWorkload;
+use crate::gate::GateWorkload;
 use crate::profile::{check_belongs, Stored};
 use crate::source::Source;
 pub use outcome::{gains, outcome_path, package_contender, winner, Built, Outcome};

@@ -5,7 +5,6 @@
 //! was trained, and a summary. [`check`] refuses empty profiles and profiles of another build.
 
 pub mod bolt;
-pub mod gate;
 pub mod train;
 
 use std::fs;

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+use crate::gate::{self, Checksums, GateWorkload};
 use crate::pipeline::stage::{Ctx, Made, Stage};
 use crate::pipeline::state::inputs_hash;
-use crate::profile::gate::{self, Checksums, GateWorkload};
 use crate::server::{ServerConfig, ServerSpec};
 
 pub struct GateStage<'a> {
