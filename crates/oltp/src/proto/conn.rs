@@ -386,17 +386,36 @@ impl Conn {
                     Some(3) => continue, // fast auth succeeded; OK follows
                     Some(4) => {
                         if matches!(self.endpoint, Endpoint::Socket(_)) {
+                            // A unix socket is a secure transport: the password goes in clear.
                             let mut pw = opts.password.as_bytes().to_vec();
                             pw.push(0);
                             self.send_auth_data(&pw, seq)?;
                         } else {
-                            return Err(DbError::UnsupportedAuth {
-                                endpoint: self.endpoint.to_string(),
-                                plugin,
-                                hint: "caching_sha2_password full authentication over TCP needs \
-                                       TLS or RSA; connect once over the unix socket (which caches \
-                                       the password) or create the user WITH mysql_native_password",
-                            });
+                            // TCP without TLS: ask for the server's RSA public key and send the
+                            // password encrypted with it (MySQL's --get-server-public-key).
+                            self.send_auth_data(&[0x02], seq)?;
+                            let key = self.read_packet()?;
+                            if key.first() != Some(&0x01) {
+                                return Err(DbError::Protocol(
+                                    "caching_sha2_password: the server sent no public key".into(),
+                                ));
+                            }
+                            let nonce = &nonce[..nonce.len().min(20)];
+                            let Some(enc) = auth::rsa_encrypted_password(
+                                opts.password.as_bytes(),
+                                nonce,
+                                &key[1..],
+                            ) else {
+                                return Err(DbError::UnsupportedAuth {
+                                    endpoint: self.endpoint.to_string(),
+                                    plugin,
+                                    hint:
+                                        "the server's RSA public key did not parse; connect over \
+                                           the unix socket once (which caches the password)",
+                                });
+                            };
+                            seq = seq.wrapping_add(2);
+                            self.send_auth_data(&enc, seq)?;
                         }
                     }
                     _ => return Err(DbError::Protocol("unexpected caching_sha2 message".into())),
