@@ -165,8 +165,14 @@ pub fn flags(i: &FlagInputs) -> FlagSet {
                 .map(|p| p.path().display().to_string())
                 .unwrap_or_default();
             if i.pgo_style == PgoStyle::Mysql {
-                f.cmake_defs
-                    .extend([s("-DFPROFILE_USE=ON"), format!("-DFPROFILE_DIR={p}")]);
+                // MySQL's cmake/fprofile.cmake turns LTO on by default with FPROFILE_USE; LTO
+                // belongs only to the variants named for it, and those get pgoforge's own -flto
+                // flags (the same for every recipe), so MySQL's switch stays off.
+                f.cmake_defs.extend([
+                    s("-DFPROFILE_USE=ON"),
+                    format!("-DFPROFILE_DIR={p}"),
+                    s("-DWITH_LTO=OFF"),
+                ]);
             }
             if gcc {
                 if i.pgo_style == PgoStyle::Flags {
@@ -296,5 +302,45 @@ mod tests {
         );
         assert!(!c.cflags.iter().any(|f| f.contains("reorder-blocks")));
         assert!(mk("baseline", &gcc) == FlagSet::default());
+    }
+
+    #[test]
+    fn mysql_style_pgo_uses_mysqls_switches_and_keeps_lto_to_lto_variants() {
+        let gcc = Compiler {
+            family: FlagFamily::Gcc,
+            cc: "gcc".into(),
+            cxx: "g++".into(),
+            version: String::new(),
+            major: 12,
+            profdata: None,
+        };
+        let p = ProfileInput::GccDir("/p".into());
+        let mk = |v: &str| {
+            flags(&FlagInputs {
+                variant: v.parse().unwrap(),
+                compiler: &gcc,
+                pgo_style: PgoStyle::Mysql,
+                gen_dir: Path::new("/gen"),
+                profile: Some(&p),
+                build_dir: Path::new("/b"),
+                link_jobs: 2,
+                version_suffix_arg: None,
+            })
+        };
+        let g = mk("pgo-gen");
+        assert!(g.cmake_defs.contains(&"-DFPROFILE_GENERATE=ON".into()));
+        assert!(!g.cflags.iter().any(|f| f.starts_with("-fprofile-generate")));
+        let u = mk("pgo");
+        assert!(u.cmake_defs.contains(&"-DFPROFILE_USE=ON".into()));
+        // FPROFILE_USE would switch MySQL's own LTO on: the plain pgo variant must not get it.
+        assert!(u.cmake_defs.contains(&"-DWITH_LTO=OFF".into()));
+        assert!(!u.cflags.iter().any(|f| f.starts_with("-flto")));
+        let l = mk("pgo+lto+native");
+        assert!(
+            l.cflags.contains(&"-flto=auto".into()) && l.cflags.contains(&"-march=native".into())
+        );
+        // The baseline and the instrumented build keep the keys they always had.
+        assert!(mk("baseline") == FlagSet::default());
+        assert!(!g.cmake_defs.contains(&"-DWITH_LTO=OFF".into()));
     }
 }
