@@ -1,0 +1,124 @@
+//! pgoforge against a real MySQL server — one that CI cannot have (Debian 12 ships no MySQL, and a
+//! mysqld build takes an hour here). Runs when PGOFORGE_TEST_MYSQLD names a mysqld binary, e.g. a
+//! baseline built by `pgoforge build --recipe mysql-9.7`; says loudly that it did not run otherwise.
+//! The protocol paths themselves are tested in CI against bytes recorded from such a server
+//! (crates/oltp/tests/mysql_captures.rs).
+
+mod common;
+
+use common::pgoforge;
+
+fn mysqld() -> Option<String> {
+    match std::env::var("PGOFORGE_TEST_MYSQLD") {
+        Ok(p) if !p.is_empty() => {
+            assert!(
+                std::path::Path::new(&p).is_file(),
+                "PGOFORGE_TEST_MYSQLD={p} is not a file"
+            );
+            Some(p)
+        }
+        _ => {
+            // Straight to the process's stderr: the test harness would hide a captured eprintln!
+            // of a passing test.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "\n*** NOT RUN: no MySQL server to test against. Set PGOFORGE_TEST_MYSQLD to a mysqld \
+                 binary (e.g. pgoforge-work/builds/mysql-9.7-baseline-*/build/runtime_output_directory/mysqld) \
+                 to run the MySQL server tests. ***\n"
+            );
+            None
+        }
+    }
+}
+
+#[test]
+fn a_mysql_server_starts_serves_oltp_over_socket_and_tcp_and_logs_no_deprecation() {
+    let Some(bin) = mysqld() else { return };
+    let t = tempfile::tempdir().unwrap();
+    let work = t.path().to_str().unwrap();
+    let r = pgoforge(&[
+        "server",
+        "start",
+        "--binary",
+        &bin,
+        "--work-dir",
+        work,
+        "--buffer-pool-mb",
+        "256",
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let st = pgoforge(&["server", "status", "--work-dir", work, "--json"]);
+    let state: serde_json::Value = serde_json::from_str(&st.stdout).unwrap();
+    let socket = state["socket"].as_str().unwrap().to_string();
+    let port = state["port"].as_u64().unwrap().to_string();
+    let pw = state["credentials"]["password"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let root_pw = state["credentials"]["root_password"].as_str().unwrap();
+    assert!(root_pw.len() >= 24, "MySQL's root gets a random password");
+    let cnf = std::fs::read_to_string(
+        std::path::Path::new(state["instance_dir"].as_str().unwrap()).join("my.cnf"),
+    )
+    .unwrap();
+    for want in [
+        "bind-address = 127.0.0.1",
+        "innodb_redo_log_capacity",
+        "skip-log-bin",
+        "performance_schema = OFF",
+    ] {
+        assert!(cnf.contains(want), "{want} in\n{cnf}");
+    }
+    let base = [
+        "--mysql-user=sbtest".to_string(),
+        format!("--mysql-password={pw}"),
+        "--tables=2".into(),
+        "--table-size=1000".into(),
+    ];
+    let sock = [vec![format!("--mysql-socket={socket}")], base.to_vec()].concat();
+    let tcp = [
+        vec![
+            "--mysql-host=127.0.0.1".to_string(),
+            format!("--mysql-port={port}"),
+        ],
+        base.to_vec(),
+    ]
+    .concat();
+    let run = |cmd: &str, test: &str, extra: &[String]| {
+        let mut a = vec!["oltp".to_string(), cmd.into(), test.into()];
+        a.extend(extra.iter().cloned());
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        pgoforge(&a)
+    };
+    let r = run("prepare", "oltp_read_write", &sock);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    // Over TCP first, so caching_sha2_password's full authentication (RSA) is exercised before the
+    // socket login caches the password.
+    for conn in [&tcp, &sock] {
+        let mut a = conn.clone();
+        a.extend(["--time=3".to_string(), "--threads=2".into()]);
+        let r = run("run", "oltp_read_write", &a);
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+        assert!(
+            common::field(&r.stdout, "transactions:") > 10,
+            "{}",
+            r.stdout
+        );
+    }
+    let log = std::fs::read_to_string(
+        std::path::Path::new(state["instance_dir"].as_str().unwrap()).join("error.log"),
+    )
+    .unwrap_or_default();
+    let deprecated: Vec<&str> = log
+        .lines()
+        .filter(|l| l.to_ascii_lowercase().contains("deprecated"))
+        .collect();
+    assert!(
+        deprecated.is_empty(),
+        "deprecation warnings:\n{}",
+        deprecated.join("\n")
+    );
+    let r = pgoforge(&["server", "stop", "--work-dir", work]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+}
