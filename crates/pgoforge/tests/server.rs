@@ -334,6 +334,40 @@ fn cli_start_status_stop() {
 }
 
 #[test]
+fn a_server_that_dies_during_its_bootstrap_is_reported_not_a_silent_exit() {
+    // The bootstrap SQL is fed through a pipe; a server that rejects its configuration exits
+    // before reading it. pgoforge used to die of SIGPIPE (exit 141, no message) and leave
+    // data.initializing behind.
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path().to_str().unwrap();
+    let r = common::pgoforge(&[
+        "server",
+        "start",
+        "--work-dir",
+        w,
+        "--binary",
+        MARIADBD,
+        "--buffer-pool-mb",
+        "128",
+        "--set",
+        "innodb_bogus_option=1",
+    ]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("innodb_bogus_option"), "{}", r.stderr);
+    let left: Vec<String> = std::fs::read_dir(work.path().join("servers/manual"))
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        !left.iter().any(|n| n.starts_with("data")),
+        "no datadir, finished or half-made: {left:?}"
+    );
+    assert!(processes_using(work.path()).is_empty());
+}
+
+#[test]
 fn long_work_dirs_get_a_private_socket_dir_and_cpus_are_pinned() {
     let work = tempfile::tempdir().unwrap();
     let deep = work

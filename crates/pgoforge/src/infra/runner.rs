@@ -204,6 +204,21 @@ pub fn run_tool(cmd: &mut Command, what: &str, log: Option<&Path>) -> Result<Str
     Tool::new(cmd, what).log(log).run()
 }
 
+/// Blocks SIGPIPE in the calling thread, so that its write to a pipe whose reader died (a server
+/// that exits during its bootstrap) fails with EPIPE — an error pgoforge reports — instead of
+/// killing the whole process silently. The process keeps SIGPIPE's default action, so that
+/// `pgoforge recipes | head` still ends quietly.
+pub fn block_sigpipe_in_this_thread() {
+    // SAFETY: a zeroed sigset_t filled by sigemptyset/sigaddset; pthread_sigmask changes only this
+    // thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
 /// The first non-empty line a program prints for `arg` (`--version`), if it runs at all.
 pub fn version_of(program: &Path, arg: &str) -> Option<String> {
     let out = Command::new(program).arg(arg).output().ok()?;

@@ -83,7 +83,10 @@ fn run(
                 .spawn()
                 .with_context(|| format!("starting {} --bootstrap", binary.display()))?;
             let mut stdin = child.stdin.take().expect("piped stdin");
-            let writer = std::thread::spawn(move || stdin.write_all(sql.as_bytes()));
+            let writer = std::thread::spawn(move || {
+                crate::infra::runner::block_sigpipe_in_this_thread();
+                stdin.write_all(sql.as_bytes())
+            });
             let out = child
                 .wait_with_output()
                 .context("waiting for the bootstrap")?;
