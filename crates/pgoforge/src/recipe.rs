@@ -116,7 +116,81 @@ fn merge(base: &mut toml::Table, over: toml::Table) {
 }
 
 fn from_table(name: &str, t: toml::Table) -> Result<Recipe> {
-    Recipe::deserialize(toml::Value::Table(t)).map_err(|e| anyhow::anyhow!("recipe {name}: {e}"))
+    let r = Recipe::deserialize(toml::Value::Table(t))
+        .map_err(|e| anyhow::anyhow!("recipe {name}: {e}"))?;
+    r.check().with_context(|| format!("recipe {name}"))?;
+    Ok(r)
+}
+
+/// A name that is safe as one path component: letters, digits, `.`, `_`, `-`, not starting with
+/// a dot (so never `..`), at most 64 characters.
+pub fn is_safe_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && !s.starts_with('.')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+'))
+}
+
+/// A Debian package name (policy 5.6.1): lowercase letters, digits, `+ - .`, starting with a
+/// letter or digit — so never an apt option (`-o...`).
+fn is_debian_package(s: &str) -> bool {
+    s.len() >= 2
+        && s.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '+' | '-' | '.'))
+}
+
+impl Recipe {
+    /// Values that reach file names, apt (as root) and /etc/apt must be what they claim to be.
+    fn check(&self) -> Result<()> {
+        if !is_safe_name(&self.name) {
+            bail!(
+                "name '{}' must be letters, digits, '.', '_', '+' or '-' (it names directories)",
+                self.name.escape_debug()
+            );
+        }
+        if let Some(p) = self.apt_packages.iter().find(|p| !is_debian_package(p)) {
+            bail!(
+                "apt_packages: '{}' is not a Debian package name (lowercase letters, digits, + - .)",
+                p.escape_debug()
+            );
+        }
+        if let SourceSpec::Debian {
+            package,
+            version,
+            suite,
+        } = &self.source
+        {
+            if !is_debian_package(package) {
+                bail!(
+                    "source.package '{}' is not a Debian package name",
+                    package.escape_debug()
+                );
+            }
+            let version_ok = !version.is_empty()
+                && version
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-' | ':' | '~'));
+            if !version_ok {
+                bail!(
+                    "source.version '{}' is not a Debian version",
+                    version.escape_debug()
+                );
+            }
+            let suite_ok = !suite.is_empty()
+                && suite
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+            if !suite_ok {
+                bail!(
+                    "source.suite '{}' is not a Debian suite name (e.g. bookworm, unstable)",
+                    suite.escape_debug()
+                );
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Recipe {
@@ -207,5 +281,23 @@ mod tests {
         assert!(e.to_string().contains("mariadb-9"), "{e}");
         let e = Recipe::embedded("nope").unwrap_err();
         assert!(e.to_string().contains("mariadb-10.11"), "{e}");
+    }
+
+    #[test]
+    fn values_that_reach_apt_and_paths_are_checked() {
+        let bad = |extra: &str| {
+            let e = Recipe::parse_user("x.toml", &format!("extends = \"mysql-9.7\"\n{extra}"))
+                .unwrap_err();
+            format!("{e:#}")
+        };
+        // A newline in the suite would add stanzas to a root-owned deb822 file.
+        let e = bad("[source]\nkind = \"debian\"\npackage = \"mysql-9.7\"\nversion = \"9.7.2-4\"\nsuite = \"unstable\\nTypes: deb\"\n");
+        assert!(e.contains("source.suite") && e.contains("\\n"), "{e}");
+        // An apt option smuggled in as a package would run as root.
+        let e = bad("apt_packages = [\"-oAPT::Update::Pre-Invoke::=touch /tmp/x\"]\n");
+        assert!(e.contains("not a Debian package name"), "{e}");
+        let e = bad("name = \"../escape\"\n");
+        assert!(e.contains("names directories"), "{e}");
+        assert!(is_safe_name("mysql-9.7") && is_safe_name("pgo+bolt") && !is_safe_name("a/b"));
     }
 }

@@ -77,9 +77,12 @@ fn save(dir: &Path, s: &Source) -> Result<()> {
 
 /// The single top-level directory an extraction produced (tarballs usually have one).
 fn single_top(dir: &Path) -> Result<PathBuf> {
+    // A symlink is not a directory here, even one pointing at a directory: a top-level link in a
+    // tarball must not take the build outside the work dir.
     let entries: Vec<PathBuf> = fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir())
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
         .collect();
     match entries.as_slice() {
         [one] => Ok(one.clone()),
@@ -161,7 +164,12 @@ fn from_tarball(p: &Path, expected: Option<&str>, sources: &Path) -> Result<Sour
     let _ = fs::remove_dir_all(&tmp);
     fs::create_dir_all(&tmp)?;
     let r = run(
-        Command::new("tar").arg("-xf").arg(p).arg("-C").arg(&tmp),
+        // Never the archive's owners or set-id bits, even as root.
+        Command::new("tar")
+            .args(["--no-same-owner", "--no-same-permissions", "-xf"])
+            .arg(p)
+            .arg("-C")
+            .arg(&tmp),
         &format!("extracting {}", p.display()),
     );
     if let Err(e) = r {

@@ -268,6 +268,33 @@ fn bad_input_gives_clear_errors() {
         ok.dir.join("CMakeLists.txt").is_file()
             && ok.hash == pgoforge::infra::fs::sha256_file(&tgz).unwrap()
     );
+    // A tarball whose only top-level entry is a symlink to a tree outside the work dir: refused,
+    // not followed (the source would be built from wherever the link points).
+    let trap = c.work.path().join("trap");
+    std::fs::create_dir_all(&trap).unwrap();
+    std::os::unix::fs::symlink(fixture(), trap.join("src")).unwrap();
+    let link_tgz = c.work.path().join("link.tar.gz");
+    let st = Command::new("tar")
+        .arg("-czf")
+        .arg(&link_tgz)
+        .arg("-C")
+        .arg(&trap)
+        .arg("src")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let e = source::fetch(
+        &c.recipe,
+        Some(link_tgz.to_str().unwrap()),
+        None,
+        c.work.path(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("does not look like a MySQL/MariaDB source tree"),
+        "{e}"
+    );
     // URLs need a sha256.
     let e = source::fetch(
         &c.recipe,

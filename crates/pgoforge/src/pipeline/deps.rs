@@ -38,7 +38,7 @@ impl Check {
     /// The exact command that installs what is missing.
     pub fn command(&self) -> String {
         format!(
-            "apt-get update && apt-get install -y --no-install-recommends {}",
+            "apt-get update && apt-get install -y --no-install-recommends -- {}",
             self.packages().join(" ")
         )
     }
@@ -151,7 +151,7 @@ pub fn install(c: &Check) -> Result<()> {
     }
     let st = sudo("apt-get")
         .env("DEBIAN_FRONTEND", "noninteractive")
-        .args(["install", "-y", "-q", "--no-install-recommends"])
+        .args(["install", "-y", "-q", "--no-install-recommends", "--"])
         .args(&pkgs)
         .status()
         .context("running apt-get install")?;
@@ -242,6 +242,6 @@ mod tests {
         assert_eq!(c.packages(), ["pgoforge-no-such-package"]);
         assert!(c
             .command()
-            .ends_with("--no-install-recommends pgoforge-no-such-package"));
+            .ends_with("--no-install-recommends -- pgoforge-no-such-package"));
     }
 }

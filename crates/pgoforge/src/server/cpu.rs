@@ -18,14 +18,15 @@ pub fn parse_list(s: &str) -> Result<Vec<usize>> {
         if lo > hi {
             bail!("CPU range '{part}' runs backwards");
         }
+        // Checked before expanding: `0-4000000000` must not allocate four billion entries.
+        let n = online();
+        if hi >= n {
+            bail!(
+                "CPU {hi} does not exist (this machine has CPUs 0-{})",
+                n - 1
+            );
+        }
         set.extend(lo..=hi);
-    }
-    let n = online();
-    if let Some(bad) = set.iter().find(|&&c| c >= n) {
-        bail!(
-            "CPU {bad} does not exist (this machine has CPUs 0-{})",
-            n - 1
-        );
     }
     Ok(set.into_iter().collect())
 }
@@ -59,6 +60,13 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("does not exist"));
+        // Refused at once, without building a four-billion-entry set first.
+        let t0 = std::time::Instant::now();
+        assert!(parse_list("0-4000000000")
+            .unwrap_err()
+            .to_string()
+            .contains("CPU 4000000000 does not exist"));
+        assert!(t0.elapsed() < std::time::Duration::from_secs(1));
         if online() >= 2 {
             assert_eq!(parse_list("1,0-1").unwrap(), vec![0, 1]);
             let (s, c) = split().unwrap();
