@@ -245,20 +245,38 @@ fn ensure_deb_src(suite: &str) -> Result<()> {
     )
 }
 
-fn from_debian(package: &str, version: &str, suite: &str, sources: &Path) -> Result<Source> {
+/// A fetched tree of exactly this package version (Debian revision included), if any.
+fn cached_debian(sources: &Path, package: &str, version: &str, suite: &str) -> Option<Source> {
     let upstream = version.split_once(':').map_or(version, |(_, v)| v);
     let upstream = upstream.rsplit_once('-').map_or(upstream, |(u, _)| u);
-    let base = package.to_string();
-    // Already fetched?
+    let base = package;
     if let Ok(rd) = fs::read_dir(sources) {
         for e in rd.flatten() {
             let n = e.file_name().to_string_lossy().into_owned();
             if n.starts_with(&format!("{base}-{upstream}-")) {
+                // The directory name has only the upstream version; the recorded origin has the
+                // whole one, so a new Debian revision (a security update) is fetched, not reused.
                 if let Some(s) = load_cached(&e.path()) {
-                    return Ok(s);
+                    if s.origin == debian_origin(package, version, suite) {
+                        return Some(s);
+                    }
                 }
             }
         }
+    }
+    None
+}
+
+fn debian_origin(package: &str, version: &str, suite: &str) -> String {
+    format!("Debian source package {package} {version} ({suite})")
+}
+
+fn from_debian(package: &str, version: &str, suite: &str, sources: &Path) -> Result<Source> {
+    let upstream = version.split_once(':').map_or(version, |(_, v)| v);
+    let upstream = upstream.rsplit_once('-').map_or(upstream, |(u, _)| u);
+    let base = package.to_string();
+    if let Some(s) = cached_debian(sources, package, version, suite) {
+        return Ok(s);
     }
     crate::infra::tools::require("dpkg-source", "unpacking Debian source packages")?;
     ensure_deb_src(suite)?;
@@ -290,8 +308,33 @@ fn from_debian(package: &str, version: &str, suite: &str, sources: &Path) -> Res
     let s = Source {
         dir: dest.clone(),
         hash,
-        origin: format!("Debian source package {package} {version} ({suite})"),
+        origin: debian_origin(package, version, suite),
     };
     save(&dest, &s)?;
     Ok(s)
+}
+
+#[cfg(test)]
+mod debian_cache_tests {
+    use super::*;
+
+    #[test]
+    fn a_new_debian_revision_is_not_served_from_the_old_tree() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("mariadb-10.11.18-0123456789ab");
+        fs::create_dir_all(&dir).unwrap();
+        let old = Source {
+            dir: dir.clone(),
+            hash: "h".into(),
+            origin: debian_origin("mariadb", "1:10.11.18-0+deb12u1", "bookworm"),
+        };
+        save(&dir, &old).unwrap();
+        let hit = cached_debian(t.path(), "mariadb", "1:10.11.18-0+deb12u1", "bookworm");
+        assert_eq!(hit, Some(old));
+        // Same upstream version, a security update's revision: not the same source.
+        assert_eq!(
+            cached_debian(t.path(), "mariadb", "1:10.11.18-0+deb12u2", "bookworm"),
+            None
+        );
+    }
 }

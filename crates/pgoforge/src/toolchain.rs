@@ -56,6 +56,29 @@ fn major_of(line: &str) -> u32 {
         .unwrap_or(0)
 }
 
+/// A compiler given by path must compile: `--compiler /bin/ls --flag-family gcc` is refused here,
+/// not an hour into a build.
+fn check_compiles(cc: &Path) -> Result<()> {
+    let dir = tempfile::tempdir().context("a temporary directory for the compiler check")?;
+    let src = dir.path().join("check.c");
+    std::fs::write(&src, "int main(void) { return 0; }\n")?;
+    let out = Command::new(cc)
+        .arg("-c")
+        .arg(&src)
+        .arg("-o")
+        .arg(dir.path().join("check.o"))
+        .output()
+        .with_context(|| format!("running {}", cc.display()))?;
+    if !out.status.success() || !dir.path().join("check.o").is_file() {
+        bail!(
+            "{} does not compile a trivial C file, so it is not a usable C compiler: {}",
+            cc.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
 impl Compiler {
     /// `gcc`, `clang`, `clang-16`, or a path to a C compiler with `flag_family` given.
     pub fn find(spec: &str, flag_family: Option<FlagFamily>) -> Result<Compiler> {
@@ -123,6 +146,7 @@ impl Compiler {
                 cc.display()
             );
         }
+        check_compiles(&cc)?;
         let version = version_line(&cc)?;
         let major = major_of(&version);
         let profdata = match family {
@@ -257,6 +281,15 @@ mod tests {
             major_of("Intel(R) oneAPI DPC++/C++ Compiler 2024.1.0 (2024.1.0.20240308)"),
             2024
         );
+    }
+
+    #[test]
+    fn a_path_that_is_not_a_compiler_is_refused() {
+        let e = Compiler::find("/bin/ls", Some(FlagFamily::Gcc))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a usable C compiler"), "{e}");
+        assert!(Compiler::find("/usr/bin/gcc", Some(FlagFamily::Gcc)).is_ok());
     }
 
     #[test]

@@ -169,6 +169,15 @@ mod tests {
             Err(clap::error::ErrorKind::InvalidValue)
         );
         assert_eq!(p(&["pgoforge", "report", "/r", "--format", "csv"]), Ok(()));
+        // An instance name never leaves WORK/servers.
+        assert_eq!(
+            p(&["pgoforge", "server", "start", "--name", "../x"]),
+            Err(clap::error::ErrorKind::ValueValidation)
+        );
+        assert_eq!(
+            p(&["pgoforge", "server", "stop", "--name", "bench-1"]),
+            Ok(())
+        );
         assert_eq!(
             p(&["pgoforge", "report", "/r", "--format", "xml"]),
             Err(clap::error::ErrorKind::InvalidValue)

@@ -19,9 +19,21 @@ struct Where {
     /// Instances live in WORK/servers/NAME.
     #[command(flatten)]
     work: WorkDirArgs,
-    /// The instance's name.
-    #[arg(long, default_value = "manual")]
+    /// The instance's name (letters, digits, '.', '_', '-').
+    #[arg(long, default_value = "manual", value_parser = instance_name)]
     name: String,
+}
+
+/// An instance name stays one directory below WORK/servers.
+fn instance_name(s: &str) -> Result<String, String> {
+    if pgoforge::recipe::is_safe_name(s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "'{}' is not an instance name: use letters, digits, '.', '_' or '-', not starting with '.'",
+            s.escape_debug()
+        ))
+    }
 }
 
 impl Where {
