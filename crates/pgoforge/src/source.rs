@@ -65,6 +65,43 @@ pub fn fetch(
     }
 }
 
+/// The source `fetch` would return, if it is already there — without fetching, extracting or
+/// touching apt (for `build --plan`). A directory is hashed (read only).
+pub fn peek(
+    recipe: &Recipe,
+    user: Option<&str>,
+    sha256: Option<&str>,
+    work_dir: &Path,
+) -> Result<Option<Source>> {
+    let sources = work_dir.join("sources");
+    if let Some(u) = user {
+        let p = Path::new(u);
+        if p.is_dir() {
+            return from_dir(p).map(Some);
+        }
+        if p.is_file() {
+            let hash = sha256_file(p)?;
+            if sha256.is_some_and(|e| !e.eq_ignore_ascii_case(&hash)) {
+                bail!("{} has sha256 {hash}, not the expected one", p.display());
+            }
+            let stem = p.file_name().unwrap_or_default().to_string_lossy();
+            let stem = stem.split(".tar").next().unwrap_or(&stem).to_string();
+            return Ok(load_cached(
+                &sources.join(format!("{stem}-{}", &hash[..12])),
+            ));
+        }
+        return Ok(None);
+    }
+    Ok(match &recipe.source {
+        SourceSpec::Debian {
+            package,
+            version,
+            suite,
+        } => cached_debian(&sources, package, version, suite),
+        _ => None,
+    })
+}
+
 fn load_cached(dir: &Path) -> Option<Source> {
     let text = fs::read_to_string(dir.join("source.json")).ok()?;
     serde_json::from_str(&text).ok()

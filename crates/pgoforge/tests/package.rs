@@ -212,3 +212,78 @@ fn run_and_package_usage_errors() {
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("has no finished run"), "{}", r.stderr);
 }
+
+#[test]
+fn a_second_pgoforge_on_the_same_work_dir_is_refused_and_told_who_has_it() {
+    let t = tempfile::tempdir().unwrap();
+    let w = t.path().to_str().unwrap();
+    let held = pgoforge::infra::lock::WorkLock::acquire(t.path()).unwrap();
+    for args in [
+        vec!["package", "pgo", "--work-dir", w],
+        vec!["build", "--plan", "--work-dir", w],
+        vec![
+            "gate",
+            "--baseline",
+            "/x",
+            "--candidate",
+            "a=/y",
+            "--work-dir",
+            w,
+        ],
+    ] {
+        let r = common::pgoforge(&args);
+        assert_eq!(r.code, 1, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("in use by another pgoforge")
+                && r.stderr.contains(&format!("pid {}", std::process::id())),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    drop(held);
+    // Free again: the same command gets past the lock (and fails on what it is about).
+    let r = common::pgoforge(&["package", "pgo", "--work-dir", w]);
+    assert!(r.stderr.contains("has no finished run"), "{}", r.stderr);
+}
+
+#[test]
+fn build_plan_fetches_and_builds_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let w = t.path().to_str().unwrap();
+    let apt_file = std::path::Path::new("/etc/apt/sources.list.d/pgoforge-deb-src.sources");
+    let apt_before = std::fs::read_to_string(apt_file).ok();
+    // The default recipe's Debian source is not there: a clear error, no apt, no download.
+    let r = common::pgoforge(&["build", "--plan", "--work-dir", w]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("is not in") && r.stderr.contains("fetch it first"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(apt_file).ok(),
+        apt_before,
+        "nothing under /etc/apt"
+    );
+    assert!(!t.path().join("sources").exists() && !t.path().join("builds").exists());
+    // A directory source is hashed in place: the key and directory are printed, nothing built.
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/pgofix");
+    let recipe = format!("{fixture}/recipe.toml");
+    let r = common::pgoforge(&[
+        "build",
+        "--plan",
+        "--work-dir",
+        w,
+        "--recipe",
+        &recipe,
+        "--source",
+        fixture,
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let out = r.stdout.trim();
+    assert!(
+        out.len() > 17 && out.contains("/builds/pgofix-baseline-"),
+        "{out}"
+    );
+    assert!(!t.path().join("builds").exists(), "planned, not created");
+}

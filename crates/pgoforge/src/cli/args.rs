@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use oltp::settings::TestName;
 use pgoforge::bench::spec::BenchSpec;
+use pgoforge::infra::lock::WorkLock;
 use pgoforge::pipeline::stages::SourceStage;
 use pgoforge::profile::train::{Mix, Phases};
 use pgoforge::recipe::{Recipe, DEFAULT};
@@ -26,6 +27,14 @@ impl WorkDirArgs {
             .with_context(|| format!("creating the work dir {}", self.work_dir.display()))?;
         std::fs::canonicalize(&self.work_dir)
             .with_context(|| format!("resolving the work dir {}", self.work_dir.display()))
+    }
+
+    /// The work directory, created, and the lock that keeps a second pgoforge out of it while
+    /// the returned guard lives.
+    pub fn locked(&self) -> Result<(PathBuf, WorkLock)> {
+        let work = self.create()?;
+        let lock = WorkLock::acquire(&work)?;
+        Ok((work, lock))
     }
 
     /// The work directory, which must exist already.

@@ -84,7 +84,7 @@ pub fn main(a: BenchArgs) -> Result<i32> {
     }
     let mut contenders = vec![a.baseline.clone()];
     contenders.extend(a.binaries.iter().cloned());
-    let work = a.work.create()?;
+    let (work, _lock) = a.work.locked()?;
     let dir = match &a.run {
         Some(d) => d.clone(),
         None => work

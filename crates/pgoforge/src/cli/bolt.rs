@@ -35,7 +35,7 @@ pub fn main(a: BoltArgs) -> Result<i32> {
         .with_context(|| format!("llvm-bolt not found; {}", install_hint("llvm-bolt")))?;
     let bin = std::fs::canonicalize(&a.binary)
         .with_context(|| format!("{} does not exist", a.binary.display()))?;
-    let work = a.work.create()?;
+    let (work, _lock) = a.work.locked()?;
     let reporter = super::reporter(a.json);
     let cx = Ctx {
         work: &work,

@@ -37,24 +37,31 @@ pub struct BuildArgs {
 pub fn main(a: BuildArgs) -> Result<i32> {
     let compiler = a.compiler.find()?;
     let recipe = a.source.recipe()?;
-    let work = a.work.create()?;
+    let (work, _lock) = a.work.locked()?;
     let reporter = super::reporter(a.json);
     let cx = Ctx {
         work: &work,
         reporter: reporter.as_ref(),
     };
     let mut t = Tracker::ephemeral();
-    let src = t.run(&a.source.stage(&recipe), &cx)?;
-    let profile = a.profile.clone().map(ProfileInput::from_path);
-    let stage = BuildStage {
-        recipe: &recipe,
-        source: &src,
-        compiler: &compiler,
-        variant: a.variant,
-        profile: profile.as_ref(),
-        jobs: a.jobs,
-    };
     if a.plan {
+        // Nothing is fetched or built: a plan needs the source there already (its hash is part
+        // of the key).
+        let Some(src) = pgoforge::source::peek(
+            &recipe,
+            a.source.source.as_deref(),
+            a.source.sha256.as_deref(),
+            &work,
+        )?
+        else {
+            anyhow::bail!(
+                "the source of {} is not in {} yet, and a build's key depends on it; \
+                 fetch it first (pgoforge build without --plan fetches it)",
+                recipe.name,
+                work.display()
+            );
+        };
+        let profile = a.profile.clone().map(ProfileInput::from_path);
         let (key, dir) = builder::plan(&BuildRequest {
             recipe: &recipe,
             source: &src,
@@ -68,6 +75,16 @@ pub fn main(a: BuildArgs) -> Result<i32> {
         println!("{key} {}", dir.display());
         return Ok(0);
     }
+    let src = t.run(&a.source.stage(&recipe), &cx)?;
+    let profile = a.profile.clone().map(ProfileInput::from_path);
+    let stage = BuildStage {
+        recipe: &recipe,
+        source: &src,
+        compiler: &compiler,
+        variant: a.variant,
+        profile: profile.as_ref(),
+        jobs: a.jobs,
+    };
     let out = t.run(&stage, &cx)?;
     let cached = t.timings.last().is_some_and(|s| s.reused);
     if a.json {

@@ -40,7 +40,7 @@ pub struct GateArgs {
 }
 
 pub fn main(a: GateArgs) -> Result<i32> {
-    let work = a.work.create()?;
+    let (work, _lock) = a.work.locked()?;
     let reporter = super::reporter(a.json);
     let cx = Ctx {
         work: &work,

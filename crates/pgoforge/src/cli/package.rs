@@ -20,6 +20,7 @@ pub struct PackageArgs {
 
 pub fn main(a: PackageArgs) -> Result<i32> {
     let work = a.work.existing()?;
+    let _lock = pgoforge::infra::lock::WorkLock::acquire(&work)?;
     let out = Outcome::load(&work)?;
     let rep = report::build(&out.run_dir).ok();
     let p = pipeline::package_contender(&work, &out, rep.as_ref(), &a.variant)?;

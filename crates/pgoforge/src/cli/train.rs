@@ -32,7 +32,7 @@ pub fn main(a: TrainArgs) -> Result<i32> {
     let mix = a.training.mix().unwrap_or_else(|e| super::usage_error(e));
     let compiler = a.compiler.find()?;
     let recipe = a.source.recipe()?;
-    let work = a.work.create()?;
+    let (work, _lock) = a.work.locked()?;
     let reporter = super::reporter(a.json);
     let cx = Ctx {
         work: &work,

@@ -5,6 +5,7 @@
 //! Nothing here knows about servers, builds or benchmarks; every other module may use it.
 
 pub mod fs;
+pub mod lock;
 pub mod runner;
 pub mod time;
 pub mod tools;

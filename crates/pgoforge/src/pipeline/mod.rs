@@ -38,6 +38,7 @@ pub use state::Tracker;
 pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)> {
     let req = &plan.request;
     let work = prepare_work_dir(&req.work_dir)?;
+    let _lock = crate::infra::lock::WorkLock::acquire(&work)?;
     let cx = Ctx {
         work: &work,
         reporter,
