@@ -165,6 +165,8 @@ fn nonce_before_rsa(conn: &Recorded) -> Vec<u8> {
 /// What the server does with the RSA reply: decrypt, XOR with the nonce, strip the NUL.
 fn decrypt_password(pem: &str, nonce: &[u8], reply: &[u8]) -> Vec<u8> {
     use rsa::pkcs8::DecodePrivateKey;
+    // MySQL writes its key files with a trailing NUL byte.
+    let pem = pem.trim_end_matches('\0');
     let key = rsa::RsaPrivateKey::from_pkcs8_pem(pem)
         .or_else(|_| {
             use rsa::pkcs1::DecodeRsaPrivateKey;
@@ -228,4 +230,26 @@ fn mariadb_10_11_recordings_replay() {
         "{}",
         switch.hex
     );
+}
+
+#[test]
+fn mysql_9_7_caching_sha2_full_and_fast_authentication_and_auth_switch_replay() {
+    let (cap, rsa_checked) = check("mysql-9.7.2.json");
+    assert!(cap.server.starts_with("MySQL 9.7.2"), "{}", cap.server);
+    let hex = |c: usize, i: usize| cap.connections[c].packets[i].hex.clone();
+    // Full authentication over TCP: "perform full authentication", the client asks for the
+    // public key, the server sends it (PEM), the client's encrypted password decrypts right.
+    assert_eq!(hex(0, 2), "0104");
+    assert_eq!(hex(0, 3), "02");
+    assert!(
+        unhex(&hex(0, 4)).starts_with(b"\x01-----BEGIN PUBLIC KEY-----"),
+        "{}",
+        hex(0, 4)
+    );
+    assert_eq!(rsa_checked, 1);
+    // The next login of the same account is answered from the server's cache.
+    assert_eq!(hex(1, 2), "0103");
+    // A client that answered for another plugin is switched to caching_sha2_password.
+    assert!(unhex(&hex(2, 2)).starts_with(b"\xfecaching_sha2_password\0"));
+    assert!(cap.connections[0].lines[0].starts_with("version 9.7.2"));
 }

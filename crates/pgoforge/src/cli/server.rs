@@ -202,7 +202,12 @@ fn print_connect(st: &ServerState, at: &Where) {
     );
     println!("Connect with a client:");
     println!(
-        "  mariadb -S {} -u {} -p{} {}",
+        "  {} -S {} -u {} -p{} {}",
+        if st.flavor.family.is_mysql_like() {
+            "mysql"
+        } else {
+            "mariadb"
+        },
         st.socket.display(),
         c.user,
         c.password,

@@ -43,6 +43,15 @@ impl fmt::Display for Flavor {
     }
 }
 
+/// Whether the program before " Ver " is called mysqld (a source build says only "Source
+/// distribution", and names itself by its full path).
+fn program_is_mysqld(line: &str) -> bool {
+    let program = line.split(" Ver ").next().unwrap_or("").trim();
+    Path::new(program)
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("mysqld"))
+}
+
 impl Flavor {
     pub fn at_least(&self, major: u32, minor: u32, patch: u32) -> bool {
         (self.major, self.minor, self.patch) >= (major, minor, patch)
@@ -62,7 +71,7 @@ impl Flavor {
             Family::MariaDb
         } else if line.contains("Percona") {
             Family::Percona
-        } else if line.contains("MySQL") || line.starts_with("mysqld") {
+        } else if line.contains("MySQL") || program_is_mysqld(line) {
             Family::MySql
         } else {
             return None;
@@ -128,6 +137,15 @@ mod tests {
         let p = Flavor::parse("mysqld  Ver 8.0.36-28 for Linux on x86_64 (Percona Server (GPL), Release '28', Revision '47601f19')").unwrap();
         assert_eq!(p.family, Family::Percona);
         assert!(p.family.is_mysql_like() && p.at_least(8, 0, 30));
+        // A source build (MySQL 9.7.2 built here): a full path, no "MySQL" in the line.
+        let b = Flavor::parse("/w/builds/mysql-9.7-baseline-gcc-12-d4fc/build/runtime_output_directory/mysqld  Ver 9.7.2-pgo for Linux on x86_64 (Source distribution)").unwrap();
+        assert_eq!(
+            (b.family, b.major, b.minor, b.patch),
+            (Family::MySql, 9, 7, 2)
+        );
+        assert_eq!(b.version, "9.7.2-pgo");
+        assert!(Flavor::parse("/x/mysqld-not  Ver 1.2.3 (x)").is_some());
+        assert!(Flavor::parse("/usr/bin/vim  Ver 9.0.1 (x)").is_none());
         assert!(Flavor::parse("ls (GNU coreutils) 9.1").is_none());
         assert!(Flavor::parse("").is_none());
     }
