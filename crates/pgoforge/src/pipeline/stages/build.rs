@@ -73,12 +73,16 @@ impl Stage for BuildStage<'_> {
 
     fn run(&self, cx: &Ctx) -> Result<Made<BuildOutput>> {
         let stage = self.name();
+        // make prints its percentage on every line; report each new value once.
+        let last = std::cell::Cell::new(u64::MAX);
         let tick = |pct: u64| {
-            cx.reporter.event(Event::Progress {
-                stage: stage.clone(),
-                done: pct,
-                total: 100,
-            })
+            if last.replace(pct) != pct {
+                cx.reporter.event(Event::Progress {
+                    stage: stage.clone(),
+                    done: pct,
+                    total: 100,
+                })
+            }
         };
         let b = builder::build(&self.request(cx.work, Some(&tick)))?;
         if !b.cached && b.attempts > 1 {
