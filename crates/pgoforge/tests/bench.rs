@@ -45,6 +45,7 @@ fn plan(rounds: u32) -> Plan {
         pin: true,
         seed: 1,
         label: "test".into(),
+        order_scheme: pgoforge::bench::run::BALANCED_ORDERS,
     }
 }
 

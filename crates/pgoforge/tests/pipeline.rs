@@ -65,6 +65,7 @@ fn a_variant_that_fails_to_build_is_named_and_nothing_half_done_is_recorded() {
         bolt_flags: None,
         work_dir: work.clone(),
         package: true,
+        seed: None,
         cachegrind: false,
     };
     let plan = RunPlan::resolve(req, &Env::default()).unwrap();
@@ -162,6 +163,7 @@ fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_
         bolt_flags: None,
         work_dir: work.clone(),
         package: true,
+        seed: None,
         cachegrind: false,
     };
     let plan = RunPlan::resolve(req, &Env::default()).unwrap();

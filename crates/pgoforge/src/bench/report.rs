@@ -38,6 +38,25 @@ pub struct Report {
     /// measurement (`pgoforge run --cachegrind`).
     #[serde(default)]
     pub cachegrind: Vec<super::cachegrind::CgRecord>,
+    /// The contender order each round actually ran in (from the results, not the plan).
+    #[serde(default)]
+    pub orders: Vec<(u32, Vec<String>)>,
+}
+
+/// Round by round, the contenders in the order they ran.
+fn orders(records: &[Record]) -> Vec<(u32, Vec<String>)> {
+    let mut by_round: BTreeMap<u32, BTreeMap<usize, String>> = BTreeMap::new();
+    for r in records {
+        by_round
+            .entry(r.round)
+            .or_default()
+            .entry(r.position)
+            .or_insert_with(|| r.contender.clone());
+    }
+    by_round
+        .into_iter()
+        .map(|(round, p)| (round, p.into_values().collect()))
+        .collect()
 }
 
 fn environment(dir: &Path, records: &[Record]) -> Environment {
@@ -186,6 +205,7 @@ pub fn build_against(dir: &Path, baseline: Option<&str>) -> Result<Report> {
     Ok(Report {
         environment: environment(dir, &records),
         cachegrind: super::cachegrind::read_records(dir)?,
+        orders: orders(&records),
         plan,
         cells,
         geomeans,

@@ -42,6 +42,29 @@ pub struct Plan {
     pub seed: u64,
     /// Free text recorded with the results (recipe, flags, source hash...).
     pub label: String,
+    /// How round orders are made: 0 (plans written before this field) an independent shuffle per
+    /// round; 1 balanced blocks ([`round_order`]). Absent from plans that have 0, so they keep
+    /// their hash (and run directory).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub order_scheme: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
+/// The order scheme new plans use.
+pub const BALANCED_ORDERS: u32 = 1;
+
+/// A seed for a new benchmark's round orders, from the kernel's random source.
+pub fn fresh_seed() -> u64 {
+    let mut b = [0u8; 8];
+    if let Ok(mut f) = fs::File::open("/dev/urandom") {
+        use std::io::Read;
+        let _ = f.read_exact(&mut b);
+    }
+    // Never 0 (the clock's seed in the driver's convention); a read failure still varies.
+    u64::from_le_bytes(b) ^ crate::infra::time::now_secs() | 1
 }
 
 impl Plan {
@@ -194,15 +217,38 @@ fn drop_torn_tail(p: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Each round's contender order: a fresh shuffle per round (seeded, so a resume repeats it).
-pub fn round_order(n: usize, round: u32, seed: u64) -> Vec<usize> {
-    let mut idx: Vec<usize> = (0..n).collect();
-    let mut rng = SbRng::new(seed, round as u64 + 1);
-    for i in (1..n).rev() {
+fn shuffle(v: &mut [usize], rng: &mut SbRng) {
+    for i in (1..v.len()).rev() {
         let j = rng.uniform(0, i as u32) as usize;
-        idx.swap(i, j);
+        v.swap(i, j);
     }
-    idx
+}
+
+/// Round `round`'s contender order under `scheme` (seeded, so a resume repeats it).
+///
+/// Balanced (scheme 1): rounds come in blocks of `n`; each block uses the `n` rotations of one
+/// random permutation (a cyclic Latin square) in a random row order, so within every complete block
+/// each contender runs once in each position — no contender is always first or last — and which
+/// contender follows which still varies. Scheme 0: an independent shuffle per round, as plans made
+/// before balancing were run.
+pub fn round_order(n: usize, round: u32, seed: u64, scheme: u32) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..n).collect();
+    if scheme == 0 {
+        let mut rng = SbRng::new(seed, round as u64 + 1);
+        shuffle(&mut idx, &mut rng);
+        return idx;
+    }
+    if n == 0 {
+        return idx;
+    }
+    let r = (round.max(1) - 1) as usize;
+    let (block, row) = (r / n, r % n);
+    let mut rng = SbRng::new(seed, 1_000_003 + block as u64);
+    shuffle(&mut idx, &mut rng);
+    let mut rows: Vec<usize> = (0..n).collect();
+    shuffle(&mut rows, &mut rng);
+    let k = rows[row];
+    (0..n).map(|i| idx[(i + k) % n]).collect()
 }
 
 fn dataset(plan: &Plan) -> Settings {
@@ -264,9 +310,10 @@ pub fn run_with_progress(
         .append(true)
         .open(results_path(dir))?;
     for round in 1..=plan.spec.rounds {
-        for (position, &ci) in round_order(plan.contenders.len(), round, plan.seed)
-            .iter()
-            .enumerate()
+        for (position, &ci) in
+            round_order(plan.contenders.len(), round, plan.seed, plan.order_scheme)
+                .iter()
+                .enumerate()
         {
             let c = &plan.contenders[ci];
             let cells: Vec<(TestName, u32)> = plan
@@ -399,7 +446,7 @@ mod tests {
 
     #[test]
     fn every_round_has_every_contender_once_in_a_new_order() {
-        let orders: Vec<Vec<usize>> = (1..=6).map(|r| round_order(3, r, 9)).collect();
+        let orders: Vec<Vec<usize>> = (1..=6).map(|r| round_order(3, r, 9, 0)).collect();
         for o in &orders {
             let mut s = o.clone();
             s.sort();
@@ -410,10 +457,46 @@ mod tests {
             "orders vary between rounds"
         );
         assert_eq!(
-            round_order(3, 2, 9),
+            round_order(3, 2, 9, 0),
             orders[1],
             "seeded: a resume repeats the order"
         );
+    }
+
+    #[test]
+    fn balanced_orders_put_every_contender_in_every_position_equally_often() {
+        for n in [2usize, 3, 4, 5] {
+            for seed in [1u64, 2, 2026, 987_654_321] {
+                let rounds = 2 * n as u32;
+                let mut count = vec![vec![0u32; n]; n];
+                let mut distinct = std::collections::HashSet::new();
+                for r in 1..=rounds {
+                    let o = round_order(n, r, seed, BALANCED_ORDERS);
+                    let mut s = o.clone();
+                    s.sort();
+                    assert_eq!(s, (0..n).collect::<Vec<_>>(), "a permutation");
+                    for (pos, &c) in o.iter().enumerate() {
+                        count[c][pos] += 1;
+                    }
+                    distinct.insert(o);
+                }
+                assert!(
+                    count.iter().flatten().all(|&k| k == 2),
+                    "n={n} seed={seed}: {count:?}"
+                );
+                assert!(distinct.len() >= n, "every row of the square is used");
+                assert_eq!(
+                    round_order(n, 3, seed, 1),
+                    round_order(n, 3, seed, 1),
+                    "a resume repeats the order"
+                );
+            }
+        }
+        // Different seeds give different designs.
+        let a: Vec<_> = (1..=4).map(|r| round_order(4, r, 1, 1)).collect();
+        let b: Vec<_> = (1..=4).map(|r| round_order(4, r, 2, 1)).collect();
+        assert_ne!(a, b);
+        assert!(fresh_seed() != fresh_seed());
     }
 
     #[test]
@@ -438,6 +521,7 @@ mod tests {
             pin: false,
             seed: 1,
             label: String::new(),
+            order_scheme: 0,
         };
         p.sweep_buffer_pool(&[512, 2048]);
         let names: Vec<&str> = p.contenders.iter().map(|c| c.name.as_str()).collect();

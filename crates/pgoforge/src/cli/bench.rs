@@ -72,6 +72,9 @@ pub struct BenchArgs {
     /// Transactions before measuring with --measure cachegrind.
     #[arg(long = "warmup-events", default_value_t = 100)]
     warmup_events: u64,
+    /// The seed of the round orders, to replay a benchmark's design [a fresh one].
+    #[arg(long)]
+    seed: Option<u64>,
     /// Print the report as JSON (progress events go to stderr as JSON lines).
     #[arg(long)]
     json: bool,
@@ -124,8 +127,9 @@ pub fn main(a: BenchArgs) -> Result<i32> {
         spec,
         config: a.server.config(),
         pin: !a.no_pin,
-        seed: 2026,
+        seed: a.seed.unwrap_or_else(run::fresh_seed),
         label: String::new(),
+        order_scheme: run::BALANCED_ORDERS,
     };
     plan.sweep_buffer_pool(&a.sweep_buffer_pool_mb);
     run::run_with_progress(

@@ -50,6 +50,10 @@ pub struct RunArgs {
     /// mispredicted branches per transaction (deterministic; adds minutes per variant and workload).
     #[arg(long)]
     cachegrind: bool,
+    /// The seed of the benchmark's round orders, to replay a run's design [a fresh one per run,
+    /// kept across reruns].
+    #[arg(long)]
+    seed: Option<u64>,
     /// Do not package the winning variant.
     #[arg(long = "no-package")]
     no_package: bool,
@@ -154,6 +158,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
         bolt_flags: words(&a.bolt_flags),
         work_dir: a.work.work_dir.clone(),
         package: !a.no_package,
+        seed: a.seed,
         cachegrind: a.cachegrind,
     };
     let plan = RunPlan::resolve(request, &Env::probe())?;

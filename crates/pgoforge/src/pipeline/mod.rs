@@ -63,7 +63,8 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
         &mut warnings,
     )?;
     t.run(&gate_stage(req, &contenders), &cx)?;
-    let bench = bench_stage(plan, &src, &contenders);
+    let seed = t.run(&SeedStage { given: req.seed }, &cx)?;
+    let bench = bench_stage(plan, &src, &contenders, seed);
     let run_dir = t.run(&bench, &cx)?;
     if req.cachegrind {
         t.run(&cachegrind_stage(plan, &bench.plan, &run_dir), &cx)?;
@@ -303,7 +304,7 @@ fn gate_stage<'a>(req: &'a RunRequest, contenders: &[Built]) -> GateStage<'a> {
     }
 }
 
-fn bench_stage(plan: &RunPlan, src: &Source, contenders: &[Built]) -> BenchStage {
+fn bench_stage(plan: &RunPlan, src: &Source, contenders: &[Built], seed: u64) -> BenchStage {
     let req = &plan.request;
     let ids = identities(contenders);
     BenchStage {
@@ -319,7 +320,8 @@ fn bench_stage(plan: &RunPlan, src: &Source, contenders: &[Built]) -> BenchStage
             spec: req.bench.clone(),
             config: req.server.clone(),
             pin: true,
-            seed: 2026,
+            seed,
+            order_scheme: crate::bench::run::BALANCED_ORDERS,
             // The binaries' identities: a rebuilt binary at the same path is a new benchmark.
             label: format!(
                 "recipe {} source {} {}",

@@ -255,12 +255,14 @@ mod tests {
                 pin: false,
                 seed: 1,
                 label: String::new(),
+                order_scheme: 0,
             },
             environment: Default::default(),
             cells,
             geomeans,
             rounds_found: 5,
             cachegrind: Vec::new(),
+            orders: Vec::new(),
         }
     }
 

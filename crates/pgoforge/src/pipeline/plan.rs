@@ -40,6 +40,9 @@ pub struct RunRequest {
     pub bolt_flags: Option<Vec<String>>,
     pub work_dir: PathBuf,
     pub package: bool,
+    /// The seed of the benchmark's round orders; `None`: a fresh one, drawn once and kept in the
+    /// run state (so a rerun resumes the same benchmark).
+    pub seed: Option<u64>,
     /// Also count instructions, I1 misses and mispredicts per transaction under cachegrind.
     pub cachegrind: bool,
 }
@@ -164,7 +167,7 @@ impl RunPlan {
             });
             stages.push(format!("bolt {v}"));
         }
-        stages.extend(["gate".into(), "bench".into()]);
+        stages.extend(["gate".into(), "seed".into(), "bench".into()]);
         if req.cachegrind {
             stages.push("cachegrind".into());
         }
@@ -249,6 +252,7 @@ mod tests {
             bolt_flags: None,
             work_dir: "/nonexistent/work".into(),
             package: true,
+            seed: None,
             cachegrind: false,
         }
     }
@@ -284,6 +288,7 @@ mod tests {
                 "build pgo+bolt",
                 "bolt pgo+bolt",
                 "gate",
+                "seed",
                 "bench",
                 "report",
                 "package"

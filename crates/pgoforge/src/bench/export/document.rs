@@ -105,8 +105,25 @@ pub fn document(r: &Report) -> Vec<Block> {
             "{} rounds (interleaved, a new contender order each round), {} s per run after {} s warm-up, {} tables x {} rows, buffer pool {} MiB.",
             r.rounds_found, r.plan.spec.seconds, r.plan.spec.warmup_seconds, r.plan.spec.tables, r.plan.spec.table_size, r.plan.config.buffer_pool_mb
         )),
-        Block::Table(results(r)),
     ];
+    if !r.orders.is_empty() {
+        let scheme = if r.plan.order_scheme == 0 {
+            "a fresh shuffle each round"
+        } else {
+            "balanced: each contender in each position equally often per block of rounds"
+        };
+        let rounds: Vec<String> = r
+            .orders
+            .iter()
+            .map(|(n, o)| format!("{n}: {}", o.join(", ")))
+            .collect();
+        d.push(Block::Paragraph(format!(
+            "Order of the contenders in each round (seed {}, {scheme}) — {}.",
+            r.plan.seed,
+            rounds.join("; ")
+        )));
+    }
+    d.push(Block::Table(results(r)));
     let lat: Vec<String> = r
         .cells
         .iter()

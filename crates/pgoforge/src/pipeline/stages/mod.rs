@@ -9,6 +9,7 @@ pub mod cachegrind;
 pub mod gate;
 pub mod package;
 pub mod report;
+pub mod seed;
 pub mod source;
 pub mod train;
 
@@ -19,5 +20,6 @@ pub use cachegrind::CachegrindStage;
 pub use gate::GateStage;
 pub use package::PackageStage;
 pub use report::ReportStage;
+pub use seed::SeedStage;
 pub use source::SourceStage;
 pub use train::TrainStage;

@@ -1,0 +1,36 @@
+//! The seed of the benchmark's round orders: the one given (`--seed`, to replay a design), or a
+//! fresh one drawn once per run and kept in the run state, so that a rerun resumes the same
+//! benchmark instead of starting another.
+
+use anyhow::Result;
+
+use crate::bench::run::fresh_seed;
+use crate::pipeline::stage::{Ctx, Made, Stage};
+use crate::pipeline::state::inputs_hash;
+
+pub struct SeedStage {
+    pub given: Option<u64>,
+}
+
+impl Stage for SeedStage {
+    type Output = u64;
+
+    fn name(&self) -> String {
+        "seed".into()
+    }
+
+    fn key(&self) -> Result<String> {
+        inputs_hash(&self.given)
+    }
+
+    fn still_valid(&self, _: &u64) -> bool {
+        true
+    }
+
+    fn run(&self, cx: &Ctx) -> Result<Made<u64>> {
+        let seed = self.given.unwrap_or_else(fresh_seed);
+        cx.reporter
+            .message("seed", &format!("round orders from seed {seed}"));
+        Ok(Made::New(seed))
+    }
+}
