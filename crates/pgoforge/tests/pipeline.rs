@@ -177,6 +177,7 @@ fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_
             "build baseline",
             "build pgo",
             "gate",
+            "seed",
             "bench",
             "report",
             "package"
