@@ -282,3 +282,46 @@ fn cachegrind_counts_repeat_for_one_binary_under_two_names() {
     );
     assert!(md.contains("| oltp_read_only | same |"), "{md}");
 }
+
+#[test]
+fn a_resumed_cli_benchmark_keeps_its_seed_and_design() {
+    let t = tempfile::tempdir().unwrap();
+    let w = t.path().to_str().unwrap();
+    let run = t.path().join("r");
+    let args = |resume: bool| {
+        let mut a = vec![
+            "bench".to_string(),
+            format!("--baseline=a={MARIADBD}"),
+            format!("--binary=b={MARIADBD}"),
+            "--workloads=oltp_point_select".into(),
+            "--rounds=1".into(),
+            "--time=1".into(),
+            "--warmup=0".into(),
+            "--tables=1".into(),
+            "--table-size=100".into(),
+            "--buffer-pool-mb=64".into(),
+            format!("--work-dir={w}"),
+            format!("--run={}", run.display()),
+        ];
+        if resume {
+            a.push("--resume".into());
+        }
+        a
+    };
+    let first: Vec<String> = args(false);
+    let r = common::pgoforge(&first.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let plan = |p: &std::path::Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p.join("plan.json")).unwrap()).unwrap()
+    };
+    let seed = plan(&run)["seed"].clone();
+    assert_eq!(plan(&run)["order_scheme"], 1);
+    // Resuming without --seed continues the same benchmark (a fresh seed would be "a different
+    // plan").
+    let again: Vec<String> = args(true);
+    let r = common::pgoforge(&again.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(plan(&run)["seed"], seed);
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(md.contains(&format!("(seed {seed}, balanced")), "{md}");
+}

@@ -80,6 +80,18 @@ pub struct BenchArgs {
     json: bool,
 }
 
+/// The seed and order scheme of the benchmark being resumed in `dir`: continuing it must not
+/// draw a new design.
+fn resumed_design(dir: &std::path::Path, resume: bool) -> Option<(u64, u32)> {
+    if !resume {
+        return None;
+    }
+    let text = std::fs::read_to_string(run::plan_path(dir)).ok()?;
+    serde_json::from_str::<Plan>(&text)
+        .ok()
+        .map(|p| (p.seed, p.order_scheme))
+}
+
 pub fn main(a: BenchArgs) -> Result<i32> {
     let spec = a.spec.spec(false);
     if let Err(e) = spec.check() {
@@ -122,14 +134,18 @@ pub fn main(a: BenchArgs) -> Result<i32> {
         }
         return Ok(0);
     }
+    let resumed = resumed_design(&dir, a.resume);
     let mut plan = Plan {
         contenders,
         spec,
         config: a.server.config(),
         pin: !a.no_pin,
-        seed: a.seed.unwrap_or_else(run::fresh_seed),
+        seed: a
+            .seed
+            .or(resumed.map(|(s, _)| s))
+            .unwrap_or_else(run::fresh_seed),
         label: String::new(),
-        order_scheme: run::BALANCED_ORDERS,
+        order_scheme: resumed.map_or(run::BALANCED_ORDERS, |(_, o)| o),
     };
     plan.sweep_buffer_pool(&a.sweep_buffer_pool_mb);
     run::run_with_progress(
