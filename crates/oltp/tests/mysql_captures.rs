@@ -253,3 +253,43 @@ fn mysql_9_7_caching_sha2_full_and_fast_authentication_and_auth_switch_replay() 
     assert!(unhex(&hex(2, 2)).starts_with(b"\xfecaching_sha2_password\0"));
     assert!(cap.connections[0].lines[0].starts_with("version 9.7.2"));
 }
+
+#[test]
+fn a_server_that_keeps_switching_authentication_is_refused_not_followed_forever() {
+    // MariaDB's recorded greeting, then the recorded auth-switch request after every reply.
+    let cap = load("mariadb-10.11.18.json");
+    let conn = &cap.connections[1];
+    let greeting = conn.packets[0].clone();
+    let switch = conn.packets[2].clone();
+    assert!(switch.hex.starts_with("fe"));
+    let mut packets = vec![greeting];
+    let mut seq = 2u8;
+    for _ in 0..50 {
+        packets.push(Packet {
+            from: "client".into(),
+            seq: 0,
+            hex: String::new(),
+        });
+        packets.push(Packet {
+            seq,
+            ..switch.clone()
+        });
+        seq = seq.wrapping_add(2);
+    }
+    let (port, server) = serve(packets);
+    let opts = ConnectOptions {
+        endpoint: Endpoint::Tcp {
+            host: "127.0.0.1".into(),
+            port,
+        },
+        user: cap.user.clone(),
+        password: cap.password.clone(),
+        database: None,
+        connect_timeout: Duration::from_secs(5),
+    };
+    let t0 = std::time::Instant::now();
+    let e = Conn::connect(&opts).err().expect("refused");
+    assert!(e.to_string().contains("more than 8 times"), "{e}");
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    drop(server);
+}

@@ -38,6 +38,9 @@ const MARIADB_CLIENT_CACHE_METADATA: u32 = 1 << 4;
 const HANDSHAKE_COLLATION: u8 = 45;
 
 const COM_QUIT: u8 = 0x01;
+/// Authentication exchanges after the handshake response (a switch and a full authentication
+/// need three).
+const MAX_AUTH_ROUNDS: usize = 8;
 const COM_QUERY: u8 = 0x03;
 const COM_STMT_PREPARE: u8 = 0x16;
 const COM_STMT_EXECUTE: u8 = 0x17;
@@ -354,7 +357,9 @@ impl Conn {
         self.flush()?;
 
         let mut seq = 3u8;
-        loop {
+        // A server that keeps asking (auth switch after auth switch) is broken or hostile: each
+        // read is bounded by the connect timeout, and the rounds are bounded here.
+        for _round in 0..MAX_AUTH_ROUNDS {
             let reply = self.read_packet()?;
             match reply.first() {
                 Some(0x00) => return Ok(()),
@@ -424,6 +429,9 @@ impl Conn {
             }
             seq = seq.wrapping_add(2);
         }
+        Err(DbError::Protocol(format!(
+            "the server asked for authentication more than {MAX_AUTH_ROUNDS} times"
+        )))
     }
 
     fn scramble(&self, plugin: &str, pw: &[u8], nonce: &[u8]) -> Result<Vec<u8>, DbError> {

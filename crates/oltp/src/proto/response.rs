@@ -224,9 +224,30 @@ fn decode_text_row(p: &[u8]) -> TextRow {
         let Some(len) = get_lenenc(p, &mut pos) else {
             break;
         };
-        let end = (pos + len as usize).min(p.len());
+        // A length from the wire is untrusted: a huge one must end at the packet, not wrap.
+        let end = pos
+            .saturating_add(len.min(usize::MAX as u64) as usize)
+            .min(p.len());
         row.push(Some(String::from_utf8_lossy(&p[pos..end]).into_owned()));
         pos = end;
     }
     row
+}
+
+#[cfg(test)]
+mod huge_length_tests {
+    use super::*;
+
+    #[test]
+    fn a_row_announcing_a_huge_length_is_cut_at_the_packet_not_a_panic() {
+        // 0xFE: an 8-byte length, here u64::MAX, then two bytes of data.
+        let p = [
+            0xFE, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, b'a', b'b',
+        ];
+        assert_eq!(decode_text_row(&p), vec![Some("ab".to_string())]);
+        let p = [0x02, b'x', b'y', 0xFB, 0xFC, 0xFF];
+        let r = decode_text_row(&p);
+        assert_eq!(r[0], Some("xy".into()));
+        assert_eq!(r[1], None);
+    }
 }
