@@ -137,6 +137,71 @@ fn strip_checked(src: &Path, dst: &Path, flavor: &Flavor) -> Result<String> {
     ))
 }
 
+/// Shared libraries `binary` loads from under `tree` (MySQL links its bundled ICU, protobuf and
+/// abseil from the build tree's library_output_directory through a RUNPATH into that tree).
+fn libraries_from(binary: &Path, tree: &Path) -> Result<Vec<PathBuf>> {
+    let out = Command::new("ldd")
+        .arg(binary)
+        .output()
+        .context("running ldd (part of libc-bin)")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    Ok(text
+        .lines()
+        .filter_map(|l| l.split("=>").nth(1))
+        .filter_map(|r| r.split_whitespace().next())
+        .map(PathBuf::from)
+        .filter(|p| p.starts_with(tree))
+        .collect())
+}
+
+/// Copies the libraries the binary takes from its build tree into `lib/` beside `bin/` and points
+/// the packaged binary there (`$ORIGIN/../lib`), so the package runs where it is unpacked; checks
+/// with ldd that nothing is still taken from the build tree. Returns a note for the manifest.
+fn bundle_libraries(src: &Path, bin: &Path, tree: &Path, root: &Path) -> Result<Option<String>> {
+    let libs = libraries_from(src, tree)?;
+    if libs.is_empty() {
+        return Ok(None);
+    }
+    let patchelf = crate::infra::tools::require(
+        "patchelf",
+        "packaging a server that links libraries from its build tree",
+    )?;
+    let lib_dir = root.join("lib");
+    fs::create_dir_all(&lib_dir)?;
+    let set_rpath = |file: &Path, rpath: &str| {
+        crate::infra::runner::run_tool(
+            Command::new(&patchelf)
+                .arg("--set-rpath")
+                .arg(rpath)
+                .arg(file),
+            &format!("patchelf --set-rpath {rpath} {}", file.display()),
+            None,
+        )
+    };
+    for l in &libs {
+        let name = l
+            .file_name()
+            .context("a library path ends in a file name")?;
+        let copy = lib_dir.join(name);
+        fs::copy(l, &copy).with_context(|| format!("copying {}", l.display()))?;
+        // The libraries find each other beside themselves, not in the build tree either.
+        set_rpath(&copy, "$ORIGIN")?;
+    }
+    set_rpath(bin, "$ORIGIN/../lib")?;
+    let still = libraries_from(bin, tree)?;
+    if !still.is_empty() {
+        bail!(
+            "the packaged {} still loads {} from the build tree",
+            bin.display(),
+            still[0].display()
+        );
+    }
+    Ok(Some(format!(
+        "{} libraries from the build tree in lib/ (RUNPATH $ORIGIN/../lib)",
+        libs.len()
+    )))
+}
+
 /// Lays out, checksums and archives the server; returns the finished archive.
 pub fn package(req: &PackageRequest) -> Result<Package> {
     let m = req.manifest;
@@ -173,6 +238,17 @@ pub fn package(req: &PackageRequest) -> Result<Package> {
     let bin = bin_dir.join(installed_name(req.binary));
     let mut m = m.clone();
     m.binary_note = strip_checked(req.binary, &bin, &flavor)?;
+    if let Some(tree) = &req.layout.build_dir {
+        if let Some(note) = bundle_libraries(req.binary, &bin, tree, &root)? {
+            if !version_line(&bin).is_some_and(|v| v.contains(&flavor.version)) {
+                bail!(
+                    "{} does not run after its RUNPATH was pointed at the package's lib/",
+                    bin.display()
+                );
+            }
+            m.binary_note = format!("{}; {note}", m.binary_note);
+        }
+    }
     // Only the language directories: a build tree's sql/share also holds CMake leftovers.
     for e in fs::read_dir(messages).with_context(|| format!("reading {}", messages.display()))? {
         let e = e?;

@@ -122,3 +122,107 @@ fn a_mysql_server_starts_serves_oltp_over_socket_and_tcp_and_logs_no_deprecation
     let r = pgoforge(&["server", "stop", "--work-dir", work]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
 }
+
+#[test]
+fn a_packaged_mysql_runs_where_it_is_unpacked_with_its_bundled_libraries() {
+    let Some(bin) = mysqld() else { return };
+    use pgoforge::package::{package, Manifest, PackageRequest};
+    use pgoforge::server::Layout;
+    let bin = std::path::PathBuf::from(bin);
+    let t = tempfile::tempdir().unwrap();
+    let layout = Layout::discover(&bin, None, None);
+    assert!(layout.build_dir.is_some(), "a build-tree mysqld");
+    let manifest = Manifest {
+        name: "mysql-test-package".into(),
+        server_version: String::new(),
+        variant: "baseline".into(),
+        recipe: "mysql-9.7".into(),
+        source: String::new(),
+        source_hash: String::new(),
+        compiler: String::new(),
+        cflags: vec![],
+        ldflags: vec![],
+        cmake_defs: vec![],
+        profiles: vec![],
+        bolt_flags: vec![],
+        gains: vec![],
+        pgoforge_version: String::new(),
+        created: 0,
+        binary_note: String::new(),
+    };
+    let p = package(&PackageRequest {
+        binary: &bin,
+        layout: &layout,
+        manifest: &manifest,
+        out_dir: &t.path().join("out"),
+    })
+    .unwrap_or_else(|e| panic!("{e:#}"));
+    let unpack = t.path().join("elsewhere");
+    std::fs::create_dir_all(&unpack).unwrap();
+    let st = std::process::Command::new("tar")
+        .arg("--zstd")
+        .arg("-xf")
+        .arg(&p.path)
+        .arg("-C")
+        .arg(&unpack)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let root = unpack.join("mysql-test-package");
+    let sums = std::process::Command::new("sha256sum")
+        .args(["-c", "--quiet", "SHA256SUMS"])
+        .current_dir(&root)
+        .status()
+        .unwrap();
+    assert!(sums.success(), "SHA256SUMS verify");
+    let packaged = root.join("bin/mysqld");
+    // Every library it loads comes from the system or the package, none from the build tree.
+    let ldd = std::process::Command::new("ldd")
+        .arg(&packaged)
+        .output()
+        .unwrap();
+    let ldd = String::from_utf8_lossy(&ldd.stdout);
+    let tree = layout.build_dir.unwrap();
+    assert!(!ldd.contains(tree.to_str().unwrap()), "{ldd}");
+    assert!(
+        ldd.contains(&format!("{}/bin/../lib/libicuuc", root.display())),
+        "{ldd}"
+    );
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("manifest.json")).unwrap())
+            .unwrap();
+    assert!(m["binary_note"]
+        .as_str()
+        .unwrap()
+        .contains("libraries from the build tree in lib/"));
+    // And it serves.
+    let work = t.path().join("w");
+    let w = work.to_str().unwrap();
+    let r = pgoforge(&[
+        "server",
+        "start",
+        "--binary",
+        packaged.to_str().unwrap(),
+        "--work-dir",
+        w,
+        "--buffer-pool-mb",
+        "256",
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let st = pgoforge(&["server", "status", "--work-dir", w, "--json"]);
+    let state: serde_json::Value = serde_json::from_str(&st.stdout).unwrap();
+    let r = pgoforge(&[
+        "oltp",
+        "prepare",
+        "oltp_point_select",
+        "--table-size=1000",
+        &format!("--mysql-socket={}", state["socket"].as_str().unwrap()),
+        &format!(
+            "--mysql-password={}",
+            state["credentials"]["password"].as_str().unwrap()
+        ),
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let r = pgoforge(&["server", "stop", "--work-dir", w]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}

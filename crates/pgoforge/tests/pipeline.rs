@@ -155,7 +155,7 @@ fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_
         variants: vec!["pgo".parse().unwrap()],
         profile: Some(profile),
         mix: Mix::quick(),
-        bench: tiny_bench(5),
+        bench: tiny_bench(8),
         server: ServerConfig {
             buffer_pool_mb: 64,
             ..ServerConfig::default()
@@ -194,7 +194,7 @@ fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_
     );
     let results = out.run_dir.join("results.jsonl");
     let lines = |p: &Path| fs::read_to_string(p).unwrap().lines().count();
-    assert_eq!(lines(&results), 10, "5 rounds x 2 contenders");
+    assert_eq!(lines(&results), 16, "8 rounds x 2 contenders");
     let saved = pipeline::Outcome::load(&work).unwrap();
     assert_eq!(saved.winner.as_deref(), Some("pgo"));
 
@@ -204,14 +204,14 @@ fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_
     let (out2, _) = pipeline::run(&plan, &again).unwrap();
     assert_eq!(started(&again), ["source", "report"]);
     assert_eq!(out2.package.as_ref().unwrap().sha256, pkg.sha256);
-    assert_eq!(lines(&results), 10);
+    assert_eq!(lines(&results), 16);
     assert!(out2
         .timings
         .iter()
         .any(|s| s.stage == "build pgo" && s.reused));
 
     // A benchmark killed after three runs: its record never made it to the state file, the
-    // results hold three lines. The same command measures the seven missing runs only.
+    // results hold three lines. The same command measures the thirteen missing runs only.
     let text = fs::read_to_string(&results).unwrap();
     let kept: Vec<&str> = text.lines().take(3).collect();
     fs::write(&results, kept.join("\n") + "\n").unwrap();
@@ -223,7 +223,7 @@ fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_
     let resumed = Collect::default();
     let (out3, _) = pipeline::run(&plan, &resumed).unwrap();
     assert_eq!(started(&resumed), ["source", "bench", "report"]);
-    assert_eq!(lines(&results), 10);
+    assert_eq!(lines(&results), 16);
     let rounds: std::collections::BTreeSet<String> = fs::read_to_string(&results)
         .unwrap()
         .lines()
@@ -232,6 +232,6 @@ fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_
             format!("{}-{}", v["round"], v["contender"])
         })
         .collect();
-    assert_eq!(rounds.len(), 10, "every (round, contender) measured once");
+    assert_eq!(rounds.len(), 16, "every (round, contender) measured once");
     assert_eq!(out3.run_dir, out.run_dir);
 }

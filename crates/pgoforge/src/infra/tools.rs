@@ -86,6 +86,12 @@ pub const KNOWN: &[Known] = &[
     ),
     known("curl", "curl", Need::Optional, "downloads --source URLs"),
     known(
+        "patchelf",
+        "patchelf",
+        Need::Optional,
+        "packages of servers that link libraries from their build tree (MySQL)",
+    ),
+    known(
         "ccache",
         "ccache",
         Need::Optional,
