@@ -99,10 +99,9 @@ fn serve(packets: Vec<Packet>) -> (u16, JoinHandle<Sent>) {
     (port, h)
 }
 
-/// Replays `conn` to the driver's session; returns what the driver sent and what it printed.
-fn replay(cap: &Capture, conn: &Recorded) -> (Sent, Vec<String>) {
-    let (port, server) = serve(conn.packets.clone());
-    let opts = ConnectOptions {
+/// The driver's options for the fake server on `port`, as the capture's account.
+fn options(cap: &Capture, port: u16) -> ConnectOptions {
+    ConnectOptions {
         endpoint: Endpoint::Tcp {
             host: "127.0.0.1".into(),
             port,
@@ -111,7 +110,13 @@ fn replay(cap: &Capture, conn: &Recorded) -> (Sent, Vec<String>) {
         password: cap.password.clone(),
         database: None,
         connect_timeout: Duration::from_secs(5),
-    };
+    }
+}
+
+/// Replays `conn` to the driver's session; returns what the driver sent and what it printed.
+fn replay(cap: &Capture, conn: &Recorded) -> (Sent, Vec<String>) {
+    let (port, server) = serve(conn.packets.clone());
+    let opts = options(cap, port);
     let mut c = Conn::connect(&opts).unwrap_or_else(|e| panic!("{}: {e}", conn.name));
     let lines = mysql_session::session(&mut c).unwrap_or_else(|e| panic!("{}: {e}", conn.name));
     drop(c);
@@ -277,16 +282,7 @@ fn a_server_that_keeps_switching_authentication_is_refused_not_followed_forever(
         seq = seq.wrapping_add(2);
     }
     let (port, server) = serve(packets);
-    let opts = ConnectOptions {
-        endpoint: Endpoint::Tcp {
-            host: "127.0.0.1".into(),
-            port,
-        },
-        user: cap.user.clone(),
-        password: cap.password.clone(),
-        database: None,
-        connect_timeout: Duration::from_secs(5),
-    };
+    let opts = options(&cap, port);
     let t0 = std::time::Instant::now();
     let e = Conn::connect(&opts).err().expect("refused");
     assert!(e.to_string().contains("more than 8 times"), "{e}");

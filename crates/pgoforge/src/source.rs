@@ -84,11 +84,7 @@ pub fn peek(
             if sha256.is_some_and(|e| !e.eq_ignore_ascii_case(&hash)) {
                 bail!("{} has sha256 {hash}, not the expected one", p.display());
             }
-            let stem = p.file_name().unwrap_or_default().to_string_lossy();
-            let stem = stem.split(".tar").next().unwrap_or(&stem).to_string();
-            return Ok(load_cached(
-                &sources.join(format!("{stem}-{}", &hash[..12])),
-            ));
+            return Ok(load_cached(&tarball_dest(p, &hash, &sources)));
         }
         return Ok(None);
     }
@@ -181,6 +177,13 @@ fn walk(root: &Path, d: &Path, out: &mut Vec<String>) -> Result<()> {
     Ok(())
 }
 
+/// Where a tarball with content hash `hash` is extracted: its name without `.tar*`, and the hash.
+fn tarball_dest(tarball: &Path, hash: &str, sources: &Path) -> PathBuf {
+    let name = tarball.file_name().unwrap_or_default().to_string_lossy();
+    let stem = name.split(".tar").next().unwrap_or(&name);
+    sources.join(format!("{stem}-{}", &hash[..12]))
+}
+
 fn from_tarball(p: &Path, expected: Option<&str>, sources: &Path) -> Result<Source> {
     let hash = sha256_file(p)?;
     if let Some(e) = expected {
@@ -191,9 +194,7 @@ fn from_tarball(p: &Path, expected: Option<&str>, sources: &Path) -> Result<Sour
             );
         }
     }
-    let stem = p.file_name().unwrap_or_default().to_string_lossy();
-    let stem = stem.split(".tar").next().unwrap_or(&stem).to_string();
-    let dest = sources.join(format!("{stem}-{}", &hash[..12]));
+    let dest = tarball_dest(p, &hash, sources);
     if let Some(s) = load_cached(&dest) {
         return Ok(s);
     }

@@ -58,11 +58,7 @@ pub const BALANCED_ORDERS: u32 = 1;
 
 /// A seed for a new benchmark's round orders, from the kernel's random source.
 pub fn fresh_seed() -> u64 {
-    let mut b = [0u8; 8];
-    if let Ok(mut f) = fs::File::open("/dev/urandom") {
-        use std::io::Read;
-        let _ = f.read_exact(&mut b);
-    }
+    let b: [u8; 8] = crate::infra::random_bytes().unwrap_or_default();
     // Never 0 (the clock's seed in the driver's convention); a read failure still varies.
     u64::from_le_bytes(b) ^ crate::infra::time::now_secs() | 1
 }

@@ -248,16 +248,20 @@ mod tests {
         assert!("lto+lto".parse::<Variant>().is_err());
     }
 
-    #[test]
-    fn gcc_and_clang_flags() {
-        let gcc = Compiler {
+    fn gcc() -> Compiler {
+        Compiler {
             family: FlagFamily::Gcc,
             cc: "gcc".into(),
             cxx: "g++".into(),
             version: String::new(),
             major: 12,
             profdata: None,
-        };
+        }
+    }
+
+    #[test]
+    fn gcc_and_clang_flags() {
+        let gcc = gcc();
         let clang = Compiler {
             family: FlagFamily::Clang,
             ..gcc.clone()
@@ -306,14 +310,7 @@ mod tests {
 
     #[test]
     fn mysql_style_pgo_uses_mysqls_switches_and_keeps_lto_to_lto_variants() {
-        let gcc = Compiler {
-            family: FlagFamily::Gcc,
-            cc: "gcc".into(),
-            cxx: "g++".into(),
-            version: String::new(),
-            major: 12,
-            profdata: None,
-        };
+        let gcc = gcc();
         let p = ProfileInput::GccDir("/p".into());
         let mk = |v: &str| {
             flags(&FlagInputs {

@@ -23,10 +23,7 @@ pub struct WorkDirArgs {
 impl WorkDirArgs {
     /// The work directory, created, as a canonical path.
     pub fn create(&self) -> Result<PathBuf> {
-        std::fs::create_dir_all(&self.work_dir)
-            .with_context(|| format!("creating the work dir {}", self.work_dir.display()))?;
-        std::fs::canonicalize(&self.work_dir)
-            .with_context(|| format!("resolving the work dir {}", self.work_dir.display()))
+        pgoforge::infra::fs::create_canonical(&self.work_dir).context("the work dir")
     }
 
     /// The work directory, created, and the lock that keeps a second pgoforge out of it while

@@ -10,6 +10,7 @@ use pgoforge::builder::Variant;
 use pgoforge::events::Reporter;
 use pgoforge::infra::time::human;
 use pgoforge::pipeline::{self, deps, Env, Outcome, RunPlan, RunRequest};
+use pgoforge::recipe::Recipe;
 
 use super::args::{
     words, BenchSpecArgs, CompilerArgs, MixArgs, ServerConfigArgs, SourceArgs, WorkDirArgs,
@@ -94,9 +95,13 @@ fn default_variants(quick: bool) -> Vec<Variant> {
 }
 
 /// Installs (or names) what the run needs and this machine lacks.
-fn ensure_deps(a: &RunArgs, plan_needs_bolt: bool, reporter: &dyn Reporter) -> Result<()> {
-    let recipe = a.source.recipe()?;
-    let check = deps::check(&recipe, &a.compiler.compiler, plan_needs_bolt);
+fn ensure_deps(
+    a: &RunArgs,
+    recipe: &Recipe,
+    plan_needs_bolt: bool,
+    reporter: &dyn Reporter,
+) -> Result<()> {
+    let check = deps::check(recipe, &a.compiler.compiler, plan_needs_bolt);
     if !check.unchecked.is_empty() {
         reporter.message(
             "deps",
@@ -142,11 +147,12 @@ pub fn main(a: RunArgs) -> Result<i32> {
     }
     let reporter = super::reporter(a.json);
     let needs_bolt = variants.iter().any(|v| v.bolt_ready);
+    let recipe = a.source.recipe()?;
     if !a.plan {
-        ensure_deps(&a, needs_bolt, reporter.as_ref())?;
+        ensure_deps(&a, &recipe, needs_bolt, reporter.as_ref())?;
     }
     let request = RunRequest {
-        recipe: a.source.recipe()?,
+        recipe,
         source: a.source.source.clone(),
         sha256: a.source.sha256.clone(),
         compiler: a.compiler.find()?,

@@ -76,6 +76,12 @@ pub fn files_under(root: &Path, ext: &str) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// Creates `dir` (and its parents) and returns its canonical path.
+pub fn create_canonical(dir: &Path) -> Result<PathBuf> {
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    fs::canonicalize(dir).with_context(|| format!("resolving {}", dir.display()))
+}
+
 /// Lowercase hex of bytes.
 pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()

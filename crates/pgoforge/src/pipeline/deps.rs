@@ -9,7 +9,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::infra::tools::which;
+use crate::infra::tools::{package_of, which, BOLT_PACKAGE};
 use crate::recipe::{Recipe, SourceSpec};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,18 +82,15 @@ fn dpkg_installed(pkg: &str) -> Option<bool> {
 
 /// Checks what a run of `recipe` with `compiler` needs (BOLT when `bolt`).
 pub fn check(recipe: &Recipe, compiler: &str, bolt: bool) -> Check {
-    let mut tools: Vec<(String, String)> = [
-        ("cmake", "cmake"),
-        ("make", "make"),
-        ("strip", "binutils"),
-        ("pkg-config", "pkg-config"),
-    ]
-    .iter()
-    .map(|(c, p)| (c.to_string(), p.to_string()))
-    .collect();
+    let mut names = vec!["cmake", "make", "strip", "pkg-config"];
     if matches!(recipe.source, SourceSpec::Debian { .. }) {
-        tools.push(("dpkg-source".into(), "dpkg-dev".into()));
+        names.push("dpkg-source");
     }
+    // Their packages come from the one table of known tools.
+    let mut tools: Vec<(String, String)> = names
+        .into_iter()
+        .map(|c| (c.to_string(), package_of(c).unwrap_or(c).to_string()))
+        .collect();
     tools.extend(compiler_packages(compiler));
     let mut c = Check::default();
     for (cmd, pkg) in tools {
@@ -107,7 +104,7 @@ pub fn check(recipe: &Recipe, compiler: &str, bolt: bool) -> Check {
     if bolt && crate::toolchain::Bolt::find().is_none() {
         c.missing.push(Missing {
             what: "llvm-bolt".into(),
-            package: "bolt-22".into(),
+            package: BOLT_PACKAGE.into(),
         });
     }
     for pkg in &recipe.apt_packages {

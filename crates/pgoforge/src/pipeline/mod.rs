@@ -16,7 +16,7 @@ pub mod stages;
 pub mod state;
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
@@ -37,7 +37,7 @@ pub use state::Tracker;
 /// Runs the whole pipeline; returns what it made and the benchmark's report.
 pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)> {
     let req = &plan.request;
-    let work = prepare_work_dir(&req.work_dir)?;
+    let work = crate::infra::fs::create_canonical(&req.work_dir)?;
     let _lock = crate::infra::lock::WorkLock::acquire(&work)?;
     let cx = Ctx {
         work: &work,
@@ -91,11 +91,6 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
     outcome.timings = t.timings.clone();
     outcome.save(&work)?;
     Ok((outcome, report))
-}
-
-fn prepare_work_dir(dir: &Path) -> Result<PathBuf> {
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    fs::canonicalize(dir).with_context(|| format!("resolving {}", dir.display()))
 }
 
 fn source_stage(req: &RunRequest) -> SourceStage<'_> {

@@ -1,9 +1,6 @@
 //! Accounts on a fresh server: a benchmark user with a random password, reachable only from this
 //! machine (socket and 127.0.0.1), and a superuser that never accepts a passwordless TCP login.
 
-use std::fs::File;
-use std::io::Read;
-
 use anyhow::{Context, Result};
 use oltp::proto::Conn;
 use serde::{Deserialize, Serialize};
@@ -22,11 +19,9 @@ pub struct Credentials {
 }
 
 pub fn random_password() -> Result<String> {
-    let mut bytes = [0u8; 18];
-    File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .context("reading /dev/urandom for a password")?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    let bytes: [u8; 18] =
+        crate::infra::random_bytes().context("reading /dev/urandom for a password")?;
+    Ok(crate::infra::fs::hex(&bytes))
 }
 
 /// The OS user the server runs as and MariaDB's socket-authenticated superuser.
