@@ -883,6 +883,68 @@ fn report_intervals(
     let mut prev_hist = LogHistogram::default();
     let mut prev_t = timing.measure_from;
     let mut k = 1u32;
+    // Builds the interval from the previous report to `now` and hands it on.
+    let mut emit = |now: Instant| {
+        let snap = sum(counters.iter().map(Counters::snapshot));
+        let mut hist = LogHistogram::default();
+        for c in counters {
+            hist.add(&c.hist.snapshot());
+        }
+        let dt = now.saturating_duration_since(prev_t).as_secs_f64();
+        let rate = |a: u64, b: u64| if dt > 0.0 { (a - b) as f64 / dt } else { 0.0 };
+        let (queue_length, concurrency) = match &sh.arrivals {
+            Some(arr) => {
+                let a = arr.lock().expect("arrivals lock");
+                let mut probe = Arrivals {
+                    next: a.next,
+                    rng: a.rng.clone(),
+                    rate: a.rate,
+                };
+                drop(a);
+                let mut q = 0;
+                while probe.next <= now && q < RATE_QUEUE_LIMIT {
+                    probe.advance();
+                    q += 1;
+                }
+                (
+                    Some(q),
+                    Some(sh.in_flight.load(Ordering::Relaxed).max(0) as u64),
+                )
+            }
+            None => (None, None),
+        };
+        let iv = Interval {
+            at_s: now
+                .saturating_duration_since(timing.measure_from)
+                .as_secs_f64()
+                .round(),
+            threads: s.threads,
+            tps: rate(snap.events, prev.events),
+            qps: rate(
+                snap.reads + snap.writes + snap.others,
+                prev.reads + prev.writes + prev.others,
+            ),
+            reads_per_s: rate(snap.reads, prev.reads),
+            writes_per_s: rate(snap.writes, prev.writes),
+            others_per_s: rate(snap.others, prev.others),
+            latency_ms: if s.percentile > 0 {
+                hist.since(&prev_hist).percentile(s.percentile as f64)
+            } else {
+                0.0
+            },
+            errors_per_s: rate(snap.errors, prev.errors),
+            reconnects_per_s: rate(snap.reconnects, prev.reconnects),
+            queue_length,
+            concurrency,
+        };
+        if now >= timing.measure_from {
+            observer.interval(&iv);
+            out.push(iv);
+        }
+        prev = snap;
+        prev_hist = hist;
+        prev_t = now;
+    };
     while finished < nworkers {
         let wait = if s.report_interval_s == 0 {
             Duration::from_secs(3600)
@@ -897,67 +959,17 @@ fn report_intervals(
                     continue;
                 }
                 k += 1;
-                let now = Instant::now();
-                let snap = sum(counters.iter().map(Counters::snapshot));
-                let mut hist = LogHistogram::default();
-                for c in counters {
-                    hist.add(&c.hist.snapshot());
-                }
-                let dt = now.saturating_duration_since(prev_t).as_secs_f64();
-                let rate = |a: u64, b: u64| if dt > 0.0 { (a - b) as f64 / dt } else { 0.0 };
-                let (queue_length, concurrency) = match &sh.arrivals {
-                    Some(arr) => {
-                        let a = arr.lock().expect("arrivals lock");
-                        let mut probe = Arrivals {
-                            next: a.next,
-                            rng: a.rng.clone(),
-                            rate: a.rate,
-                        };
-                        drop(a);
-                        let mut q = 0;
-                        while probe.next <= now && q < RATE_QUEUE_LIMIT {
-                            probe.advance();
-                            q += 1;
-                        }
-                        (
-                            Some(q),
-                            Some(sh.in_flight.load(Ordering::Relaxed).max(0) as u64),
-                        )
-                    }
-                    None => (None, None),
-                };
-                let iv = Interval {
-                    at_s: now
-                        .saturating_duration_since(timing.measure_from)
-                        .as_secs_f64()
-                        .round(),
-                    threads: s.threads,
-                    tps: rate(snap.events, prev.events),
-                    qps: rate(
-                        snap.reads + snap.writes + snap.others,
-                        prev.reads + prev.writes + prev.others,
-                    ),
-                    reads_per_s: rate(snap.reads, prev.reads),
-                    writes_per_s: rate(snap.writes, prev.writes),
-                    others_per_s: rate(snap.others, prev.others),
-                    latency_ms: if s.percentile > 0 {
-                        hist.since(&prev_hist).percentile(s.percentile as f64)
-                    } else {
-                        0.0
-                    },
-                    errors_per_s: rate(snap.errors, prev.errors),
-                    reconnects_per_s: rate(snap.reconnects, prev.reconnects),
-                    queue_length,
-                    concurrency,
-                };
-                if now >= timing.measure_from {
-                    observer.interval(&iv);
-                    out.push(iv);
-                }
-                prev = snap;
-                prev_hist = hist;
-                prev_t = now;
+                emit(Instant::now());
             }
+        }
+    }
+    // The workers stop at the deadline, the reporter wakes at the same instant: when the workers
+    // win, the last interval (up to the deadline) was never reported. Report it, ending at the
+    // deadline, so a run of N seconds has N intervals.
+    if let (Some(deadline), false) = (timing.deadline, s.report_interval_s == 0) {
+        let last_due = timing.measure_from + every * (k - 1);
+        if last_due < deadline && deadline.saturating_duration_since(last_due) >= every / 2 {
+            emit(deadline.min(Instant::now()));
         }
     }
 }

@@ -341,7 +341,7 @@ fn time_limit_intervals_rate_and_warmup() {
     );
     assert!((4.0..10.0).contains(&wall), "warm-up + time, wall {wall}");
     assert_eq!(seen.0, r.intervals.len());
-    assert!((2..=3).contains(&r.intervals.len()), "{:?}", r.intervals);
+    assert_eq!(r.intervals.len(), 3, "{:?}", r.intervals);
     let iv = &r.intervals[0];
     assert_eq!(iv.threads, 2);
     assert!(iv.queue_length.is_some() && iv.concurrency.is_some());
@@ -351,4 +351,24 @@ fn time_limit_intervals_rate_and_warmup() {
         "tps {} at --rate=300",
         r.tps()
     );
+}
+
+/// A run of N seconds reports N intervals, the last ending at the deadline: the workers stopping
+/// at the deadline must not race the reporter out of its last report (several committed runs
+/// had lost it).
+#[test]
+fn every_second_of_a_timed_run_is_reported() {
+    let srv = TestServer::start().unwrap();
+    let mut s = settings(&srv, TestName::OltpPointSelect, 0);
+    prepare(&s);
+    s.events = 0;
+    s.time_s = 2;
+    s.report_interval_s = 1;
+    s.threads = 2;
+    for attempt in 0..6 {
+        let r = run(&s);
+        let at: Vec<f64> = r.intervals.iter().map(|i| i.at_s).collect();
+        assert_eq!(at, vec![1.0, 2.0], "attempt {attempt}: {:?}", r.intervals);
+        assert!(r.intervals.iter().all(|i| i.tps > 0.0), "{:?}", r.intervals);
+    }
 }
