@@ -112,6 +112,21 @@ fn strip_checked(src: &Path, dst: &Path, flavor: &Flavor) -> Result<String> {
         .context("running strip (apt-get install binutils)")?;
     let runs = |p: &Path| version_line(p).is_some_and(|v| v.contains(&flavor.version));
     if strip.status.success() && runs(dst) {
+        // A bolt-ready build packaged unBOLTed carries the relocations --emit-relocs kept for
+        // BOLT (tens of MB on a server); strip drops them with the symbols — say so, and check.
+        if crate::profile::bolt::is_bolt_ready(src)? {
+            if crate::profile::bolt::is_bolt_ready(dst)? {
+                bail!(
+                    "strip --strip-all left the relocation sections of bolt-ready {} in place",
+                    src.display()
+                );
+            }
+            return Ok(
+                "stripped (strip --strip-all), which also removed the relocation \
+                       sections the bolt-ready build kept for BOLT (--emit-relocs)"
+                    .into(),
+            );
+        }
         return Ok("stripped (strip --strip-all)".into());
     }
     fs::copy(src, dst).with_context(|| format!("copying {}", src.display()))?;
@@ -322,5 +337,50 @@ mod tests {
             "mariadbd"
         );
         assert_eq!(installed_name(Path::new("/b/mysqld")), "mysqld");
+    }
+}
+
+#[cfg(test)]
+mod strip_tests {
+    use super::*;
+
+    /// A tiny "server" that answers --version like mariadbd, built by the real compiler with the
+    /// bolt-ready link flag, then packaged the way a bolt-ready build's unBOLTed binary is.
+    #[test]
+    fn packaging_a_bolt_ready_binary_drops_its_relocations_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = dir.path().join("server.c");
+        let version =
+            "mariadbd  Ver 10.11.18-MariaDB for debian-linux-gnu on x86_64 (Source distribution)";
+        fs::write(
+            &c,
+            format!("#include <stdio.h>\nint main(void){{puts(\"{version}\");return 0;}}\n"),
+        )
+        .unwrap();
+        let bin = dir.path().join("mariadbd");
+        let st = Command::new("gcc")
+            .args(["-O2", "-Wl,--emit-relocs", "-o"])
+            .arg(&bin)
+            .arg(&c)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        assert!(crate::profile::bolt::is_bolt_ready(&bin).unwrap());
+        let flavor = Flavor::parse(version).unwrap();
+        let out = dir.path().join("packaged");
+        let note = strip_checked(&bin, &out, &flavor).unwrap();
+        assert!(!crate::profile::bolt::is_bolt_ready(&out).unwrap());
+        assert!(note.contains("relocation sections"), "{note}");
+        // A binary that was never bolt-ready gets the plain note.
+        let plain = dir.path().join("plain");
+        let st = Command::new("gcc")
+            .args(["-O2", "-o"])
+            .arg(&plain)
+            .arg(&c)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let note = strip_checked(&plain, &dir.path().join("p2"), &flavor).unwrap();
+        assert_eq!(note, "stripped (strip --strip-all)");
     }
 }

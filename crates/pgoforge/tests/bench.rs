@@ -46,6 +46,7 @@ fn plan(rounds: u32) -> Plan {
         seed: 1,
         label: "test".into(),
         order_scheme: pgoforge::bench::run::BALANCED_ORDERS,
+        reference_only: Vec::new(),
     }
 }
 
@@ -54,7 +55,15 @@ fn one_binary_under_two_names_is_no_significant_difference() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("run");
     let p = plan(4);
-    run::run(&p, work.path(), &dir, false, &|_| {}).unwrap();
+    run::run(
+        &p,
+        work.path(),
+        &dir,
+        false,
+        run::Guard::allow_busy(),
+        &|_| {},
+    )
+    .unwrap();
     let recs = read_records(&dir).unwrap();
     assert_eq!(recs.len(), 8);
     for round in 1..=4 {
@@ -143,7 +152,15 @@ fn an_interrupted_run_resumes_and_bad_input_is_refused() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("run");
     let p = plan(2);
-    run::run(&p, work.path(), &dir, false, &|_| {}).unwrap();
+    run::run(
+        &p,
+        work.path(),
+        &dir,
+        false,
+        run::Guard::allow_busy(),
+        &|_| {},
+    )
+    .unwrap();
     let results = dir.join("results.jsonl");
     let full = fs::read_to_string(&results).unwrap();
     let lines: Vec<&str> = full.lines().collect();
@@ -155,11 +172,26 @@ fn an_interrupted_run_resumes_and_bad_input_is_refused() {
     )
     .unwrap();
     // Without --resume nothing is touched.
-    let e = run::run(&p, work.path(), &dir, false, &|_| {})
-        .unwrap_err()
-        .to_string();
+    let e = run::run(
+        &p,
+        work.path(),
+        &dir,
+        false,
+        run::Guard::allow_busy(),
+        &|_| {},
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("--resume"), "{e}");
-    run::run(&p, work.path(), &dir, true, &|_| {}).unwrap();
+    run::run(
+        &p,
+        work.path(),
+        &dir,
+        true,
+        run::Guard::allow_busy(),
+        &|_| {},
+    )
+    .unwrap();
     let recs = read_records(&dir).unwrap();
     assert_eq!(recs.len(), 4, "the two missing cells ran again");
     assert_eq!(
@@ -172,27 +204,36 @@ fn an_interrupted_run_resumes_and_bad_input_is_refused() {
     // A different plan cannot resume this run.
     let mut other = p.clone();
     other.spec.seconds = 3;
-    assert!(run::run(&other, work.path(), &dir, true, &|_| {})
+    assert!(run::run(
+        &other,
+        work.path(),
+        &dir,
+        true,
+        run::Guard::allow_busy(),
+        &|_| {}
+    )
+    .unwrap_err()
+    .to_string()
+    .contains("different plan"));
+    // A missing binary, a duplicate name.
+    let refused = |p: &Plan, dir: &str| {
+        run::run(
+            p,
+            work.path(),
+            &work.path().join(dir),
+            false,
+            run::Guard::allow_busy(),
+            &|_| {},
+        )
         .unwrap_err()
         .to_string()
-        .contains("different plan"));
-    // A missing binary, a duplicate name.
+    };
     let mut bad = plan(1);
     bad.contenders[1].binary = PathBuf::from("/nonexistent/mariadbd");
-    assert!(
-        run::run(&bad, work.path(), &work.path().join("r2"), false, &|_| {})
-            .unwrap_err()
-            .to_string()
-            .contains("does not exist")
-    );
+    assert!(refused(&bad, "r2").contains("does not exist"));
     let mut dup = plan(1);
     dup.contenders[1].name = "debian".into();
-    assert!(
-        run::run(&dup, work.path(), &work.path().join("r3"), false, &|_| {})
-            .unwrap_err()
-            .to_string()
-            .contains("given twice")
-    );
+    assert!(refused(&dup, "r3").contains("given twice"));
     // A corrupted results file is an error, and nothing is overwritten.
     let good = fs::read_to_string(&results).unwrap();
     let mut ls: Vec<&str> = good.lines().collect();
@@ -300,6 +341,8 @@ fn a_resumed_cli_benchmark_keeps_its_seed_and_design() {
             "--tables=1".into(),
             "--table-size=100".into(),
             "--buffer-pool-mb=64".into(),
+            // Other tests run beside this one.
+            "--allow-busy".into(),
             format!("--work-dir={w}"),
             format!("--run={}", run.display()),
         ];
@@ -324,4 +367,66 @@ fn a_resumed_cli_benchmark_keeps_its_seed_and_design() {
     assert_eq!(plan(&run)["seed"], seed);
     let md = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(md.contains(&format!("(seed {seed}, balanced")), "{md}");
+}
+
+/// A benchmark on a busy machine (one spinning process per CPU) waits, then refuses with the
+/// cause and the fix, having measured nothing; with --allow-busy it measures and every result
+/// records the load it ran under.
+#[test]
+fn a_busy_machine_is_refused_unless_allowed_and_the_load_is_recorded() {
+    let t = tempfile::tempdir().unwrap();
+    let w = t.path().to_str().unwrap();
+    let run = t.path().join("r");
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut spinners: Vec<_> = (0..cpus)
+        .map(|_| {
+            std::process::Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let args = |extra: &str| {
+        vec![
+            "bench".to_string(),
+            format!("--baseline=a={MARIADBD}"),
+            format!("--binary=b={MARIADBD}"),
+            "--workloads=oltp_point_select".into(),
+            "--rounds=1".into(),
+            "--time=1".into(),
+            "--warmup=0".into(),
+            "--tables=1".into(),
+            "--table-size=100".into(),
+            "--buffer-pool-mb=64".into(),
+            format!("--work-dir={w}"),
+            format!("--run={}", run.display()),
+            extra.to_string(),
+        ]
+    };
+    let refused = args("--busy-wait=0");
+    let r = common::pgoforge(&refused.iter().map(String::as_str).collect::<Vec<_>>());
+    let measured_when_refused = run::read_records(&run).unwrap().len();
+    // The refused benchmark left its plan and no results: measuring anyway continues it.
+    let mut allowed = args("--allow-busy");
+    allowed.push("--resume".into());
+    let ok = common::pgoforge(&allowed.iter().map(String::as_str).collect::<Vec<_>>());
+    for s in &mut spinners {
+        let _ = s.kill();
+        let _ = s.wait();
+    }
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr.contains("the machine is busy") && r.stderr.contains("--allow-busy"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(measured_when_refused, 0);
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+    let recs = run::read_records(&run).unwrap();
+    assert_eq!(recs.len(), 2);
+    for rec in &recs {
+        let l = rec.load.as_ref().expect("load recorded");
+        assert!(l.server_cpu_s > 0.0, "{l:?}");
+        assert!(l.disturbed(), "spinners running: {l:?}");
+    }
 }

@@ -67,6 +67,11 @@ fn a_variant_that_fails_to_build_is_named_and_nothing_half_done_is_recorded() {
         package: true,
         seed: None,
         cachegrind: false,
+        separate_bolt_builds: false,
+        outside: Vec::new(),
+        // Tests share the machine (and this one loads it on purpose).
+        guard: pgoforge::bench::run::Guard::allow_busy(),
+        auto_rounds: false,
     };
     let plan = RunPlan::resolve(req, &Env::default()).unwrap();
     let events = Collect::default();
@@ -165,6 +170,11 @@ fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_
         package: true,
         seed: None,
         cachegrind: false,
+        separate_bolt_builds: false,
+        outside: Vec::new(),
+        // Tests share the machine (and this one loads it on purpose).
+        guard: pgoforge::bench::run::Guard::allow_busy(),
+        auto_rounds: false,
     };
     let plan = RunPlan::resolve(req, &Env::default()).unwrap();
     let events = Collect::default();

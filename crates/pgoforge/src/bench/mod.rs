@@ -4,6 +4,7 @@
 
 pub mod cachegrind;
 pub mod export;
+pub mod load;
 pub mod report;
 pub mod run;
 pub mod spec;

@@ -7,8 +7,9 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::load::BUSY_SHARE;
 use super::run::{plan_path, read_records, Plan, Record};
-use super::stats::{compare, describe, geomean, Comparison, Describe};
+use super::stats::{compare, describe, geomean, Comparison, Describe, Verdict};
 use oltp::settings::TestName;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -22,6 +23,61 @@ pub struct Cell {
     pub tps_vs_baseline: Option<Comparison>,
     pub p95_vs_baseline: Option<Comparison>,
     pub warnings: Vec<String>,
+    /// Throughput of every round, (round, TPS): the points behind the summary.
+    #[serde(default)]
+    pub tps_rounds: Vec<(u32, f64)>,
+    /// Server CPU milliseconds per transaction (a second metric, less sensitive to a busy
+    /// machine than TPS), when the load was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu_ms_per_txn: Option<Describe>,
+    /// Runs during which other processes used more than [`BUSY_SHARE`] of the CPU: (round, share).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disturbed: Vec<(u32, f64)>,
+}
+
+/// One measured run's machine load, for the report's trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LoadPoint {
+    pub round: u32,
+    pub contender: String,
+    pub workload: String,
+    /// Share of the machine's CPU used by other processes (0..1).
+    pub other_share: f64,
+    pub steal_share: f64,
+}
+
+/// Which contender to package, and whether it really beats the next best.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// Faster than the baseline with significance in at least one cell (after Holm), slower in
+    /// none; the best geometric mean among those. `None`: nothing measurably won.
+    pub winner: Option<String>,
+    /// The qualifying contender with the next best geometric mean.
+    pub runner_up: Option<String>,
+    /// The winner against the runner-up, cell by cell (paired, Holm over these cells).
+    pub versus: Vec<(String, u32, Comparison)>,
+    /// The winner is not significantly faster than the runner-up in any cell.
+    pub tied: bool,
+}
+
+impl Decision {
+    pub fn sentence(&self) -> String {
+        match (&self.winner, &self.runner_up) {
+            (None, _) => "no contender measurably beat the baseline".into(),
+            (Some(w), None) => format!("{w} is the only contender that measurably beat the baseline"),
+            (Some(w), Some(r)) if self.tied => format!(
+                "{w} and {r} are tied (no cell where {w} is significantly faster than {r}); \
+                 {w} is chosen for its higher geometric mean of TPS ratios, not because it is proven faster"
+            ),
+            (Some(w), Some(r)) => {
+                let won = self.versus.iter().filter(|(_, _, c)| c.verdict == Verdict::Faster).count();
+                format!(
+                    "{w} beats the runner-up {r}: significantly faster in {won} of {} cells",
+                    self.versus.len()
+                )
+            }
+        }
+    }
 }
 
 pub use super::run::Environment;
@@ -41,6 +97,12 @@ pub struct Report {
     /// The contender order each round actually ran in (from the results, not the plan).
     #[serde(default)]
     pub orders: Vec<(u32, Vec<String>)>,
+    /// The machine's load run by run, in the order they ran (absent before it was recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub load_trace: Vec<LoadPoint>,
+    /// What to package (absent in reports made before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
 }
 
 /// Round by round, the contenders in the order they ran.
@@ -76,15 +138,18 @@ fn environment(dir: &Path, records: &[Record]) -> Environment {
 /// One contender's figures on one workload and thread count, compared with the first contender
 /// run with the same server settings; `None` when it has no results there.
 fn cell(plan: &Plan, records: &[Record], name: &str, w: TestName, t: u32) -> Option<Cell> {
-    let pick = |name: &str, f: &dyn Fn(&Record) -> f64| -> Vec<f64> {
-        let mut v: Vec<(u32, f64)> = records
+    let mine = |name: &str| -> Vec<&Record> {
+        let mut v: Vec<&Record> = records
             .iter()
             .filter(|r| r.contender == name && r.workload == w && r.threads == t)
-            .map(|r| (r.round, f(r)))
             .collect();
-        v.sort_by_key(|x| x.0);
-        v.into_iter().map(|x| x.1).collect()
+        v.sort_by_key(|r| r.round);
+        v
     };
+    let pick = |name: &str, f: &dyn Fn(&Record) -> f64| -> Vec<(u32, f64)> {
+        mine(name).into_iter().map(|r| (r.round, f(r))).collect()
+    };
+    let values = |v: &[(u32, f64)]| -> Vec<f64> { v.iter().map(|x| x.1).collect() };
     let tps = |r: &Record| r.result.tps();
     let p95 = |r: &Record| {
         r.result
@@ -102,38 +167,49 @@ fn cell(plan: &Plan, records: &[Record], name: &str, w: TestName, t: u32) -> Opt
     }
     let v_p95 = pick(name, &p95);
     let mut warnings = Vec::new();
-    // Unstable runs: an interval more than 10 % from the run's mean (first second dropped).
-    let unstable = records
-        .iter()
-        .filter(|r| r.contender == name && r.workload == w && r.threads == t)
-        .filter(|r| {
-            let iv: Vec<f64> = r.result.intervals.iter().skip(1).map(|i| i.tps).collect();
-            let m = super::stats::mean(&iv);
-            iv.len() > 2 && iv.iter().any(|x| (x - m).abs() > 0.10 * m)
-        })
-        .count();
-    if unstable > 0 {
+    let mut disturbed = Vec::new();
+    let mut cpu_ms = Vec::new();
+    for r in mine(name) {
+        let Some(l) = &r.load else { continue };
+        if l.disturbed() {
+            disturbed.push((r.round, l.other_share));
+        }
+        if r.result.transactions > 0 && l.server_cpu_s > 0.0 {
+            cpu_ms.push(l.server_cpu_s * 1000.0 / r.result.transactions as f64);
+        }
+    }
+    if !disturbed.is_empty() {
         warnings.push(format!(
-            "{unstable} run(s) with intervals more than 10% from their mean"
+            "{} run(s) disturbed: other processes used more than {:.0}% of the CPU (rounds {})",
+            disturbed.len(),
+            BUSY_SHARE * 100.0,
+            disturbed
+                .iter()
+                .map(|(r, s)| format!("{r}: {:.0}%", s * 100.0))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     let (tc, pc) = if name == base || base_tps.is_empty() {
         (None, None)
     } else {
         (
-            Some(compare(&base_tps, &v_tps, true, 17)),
-            Some(compare(&base_p95, &v_p95, false, 19)),
+            Some(compare(&base_tps, &v_tps, true)),
+            Some(compare(&base_p95, &v_p95, false)),
         )
     };
     Some(Cell {
         contender: name.to_string(),
         workload: w.to_string(),
         threads: t,
-        tps: describe(&v_tps),
-        p95_ms: describe(&v_p95),
+        tps: describe(&values(&v_tps)),
+        p95_ms: describe(&values(&v_p95)),
         tps_vs_baseline: tc,
         p95_vs_baseline: pc,
         warnings,
+        tps_rounds: v_tps,
+        server_cpu_ms_per_txn: (!cpu_ms.is_empty()).then(|| describe(&cpu_ms)),
+        disturbed,
     })
 }
 
@@ -197,18 +273,290 @@ pub fn build_against(dir: &Path, baseline: Option<&str>) -> Result<Report> {
             ));
         }
     }
-    let geomeans = ratios
+    correct_over_the_run(&mut cells);
+    unstable_runs(&mut cells, &records);
+    let geomeans: Vec<(String, u32, f64)> = ratios
         .into_iter()
         .map(|((n, t), r)| (n, t, geomean(&r)))
         .collect();
+    let decision = decide(&plan, &cells, &geomeans);
     let rounds_found = records.iter().map(|r| r.round).max().unwrap_or(0);
     Ok(Report {
         environment: environment(dir, &records),
         cachegrind: super::cachegrind::read_records(dir)?,
         orders: orders(&records),
+        load_trace: records
+            .iter()
+            .filter_map(|r| {
+                r.load.as_ref().map(|l| LoadPoint {
+                    round: r.round,
+                    contender: r.contender.clone(),
+                    workload: r.workload.to_string(),
+                    other_share: l.other_share,
+                    steal_share: l.steal_share,
+                })
+            })
+            .collect(),
+        decision: Some(decision),
         plan,
         cells,
         geomeans,
         rounds_found,
     })
+}
+
+/// Holm over every throughput comparison of the run, and separately over every latency one:
+/// a run of 3 variants × 3 workloads makes 9 claims, and each is called significant only if it
+/// survives the correction.
+fn correct_over_the_run(cells: &mut [Cell]) {
+    let mut tps: Vec<&mut Comparison> = Vec::new();
+    let mut p95: Vec<&mut Comparison> = Vec::new();
+    for c in cells.iter_mut() {
+        if let Some(k) = c.tps_vs_baseline.as_mut() {
+            tps.push(k);
+        }
+        if let Some(k) = c.p95_vs_baseline.as_mut() {
+            p95.push(k);
+        }
+    }
+    let m = tps.len();
+    Comparison::apply_holm(&mut tps, true);
+    Comparison::apply_holm(&mut p95, false);
+    let needed = super::stats::rounds_needed(m);
+    for c in cells.iter_mut() {
+        if let Some(k) = c.tps_vs_baseline.as_mut() {
+            if k.pairs < needed {
+                // This says more than the per-comparison minimum; one warning is enough.
+                k.warnings
+                    .retain(|w| !w.contains("the exact test needs at least"));
+                k.warnings.push(format!(
+                    "{} paired rounds cannot show significance over this run's {m} comparisons \
+                     (the exact test needs {needed}; use --rounds {needed} or more)",
+                    k.pairs
+                ));
+            }
+        }
+    }
+}
+
+/// A run is unstable when its per-second throughput varies far more than the benchmark's other
+/// runs do (coefficient of variation over 3 times the median of all runs): a fixed threshold
+/// fired on every cell and said nothing.
+fn unstable_runs(cells: &mut [Cell], records: &[Record]) {
+    let cv = |r: &Record| -> Option<f64> {
+        let iv: Vec<f64> = r.result.intervals.iter().skip(1).map(|i| i.tps).collect();
+        if iv.len() < 3 {
+            return None;
+        }
+        let m = super::stats::mean(&iv);
+        (m > 0.0).then(|| super::stats::stddev(&iv) / m)
+    };
+    let all: Vec<f64> = records.iter().filter_map(cv).collect();
+    if all.len() < 4 {
+        return;
+    }
+    let floor = super::stats::median(&all);
+    for c in cells.iter_mut() {
+        let odd: Vec<u32> = records
+            .iter()
+            .filter(|r| {
+                r.contender == c.contender
+                    && r.workload.to_string() == c.workload
+                    && r.threads == c.threads
+            })
+            .filter(|r| cv(r).is_some_and(|x| x > 3.0 * floor && x > 0.02))
+            .map(|r| r.round)
+            .collect();
+        if !odd.is_empty() {
+            c.warnings.push(format!(
+                "unstable run(s) in round(s) {odd:?}: per-second throughput varied more than 3x \
+                 the benchmark's typical {:.1}%",
+                floor * 100.0
+            ));
+        }
+    }
+}
+
+/// The winner to package: it must beat the baseline (after Holm), lose nowhere, have the best
+/// geometric mean — and beat the runner-up, or the decision says the two are tied.
+fn decide(plan: &Plan, cells: &[Cell], geomeans: &[(String, u32, f64)]) -> Decision {
+    let mut qualified: Vec<(f64, String)> = Vec::new();
+    for c in plan.contenders.iter().skip(1) {
+        if plan.reference_only.contains(&c.name) {
+            continue;
+        }
+        let cmp: Vec<&Comparison> = cells
+            .iter()
+            .filter(|x| x.contender == c.name)
+            .filter_map(|x| x.tps_vs_baseline.as_ref())
+            .collect();
+        let faster = cmp.iter().any(|k| k.verdict == Verdict::Faster);
+        let slower = cmp.iter().any(|k| k.verdict == Verdict::Slower);
+        if !faster || slower {
+            continue;
+        }
+        let g: Vec<f64> = geomeans
+            .iter()
+            .filter(|(n, _, _)| *n == c.name)
+            .map(|(_, _, g)| *g)
+            .collect();
+        qualified.push((geomean(&g), c.name.clone()));
+    }
+    qualified.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let winner = qualified.first().map(|x| x.1.clone());
+    let runner_up = qualified.get(1).map(|x| x.1.clone());
+    let mut versus = Vec::new();
+    if let (Some(w), Some(r)) = (&winner, &runner_up) {
+        for c in cells.iter().filter(|c| &c.contender == w) {
+            let Some(rc) = cells
+                .iter()
+                .find(|x| &x.contender == r && x.workload == c.workload && x.threads == c.threads)
+            else {
+                continue;
+            };
+            versus.push((
+                c.workload.clone(),
+                c.threads,
+                compare(&rc.tps_rounds, &c.tps_rounds, true),
+            ));
+        }
+        let mut fam: Vec<&mut Comparison> = versus.iter_mut().map(|v| &mut v.2).collect();
+        Comparison::apply_holm(&mut fam, true);
+    }
+    let tied = runner_up.is_some() && !versus.iter().any(|v| v.2.verdict == Verdict::Faster);
+    Decision {
+        winner,
+        runner_up,
+        versus,
+        tied,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::run::Contender;
+    use crate::bench::spec::BenchSpec;
+    use crate::server::ServerConfig;
+
+    fn rounds(v: &[f64]) -> Vec<(u32, f64)> {
+        v.iter()
+            .enumerate()
+            .map(|(i, x)| (i as u32 + 1, *x))
+            .collect()
+    }
+
+    /// A cell of `name` on `workload` whose rounds are the baseline's times `gain`, each round
+    /// off by the given per-mille wobble.
+    fn cell(name: &str, workload: &str, gain: f64, wobble: &[f64]) -> Cell {
+        let base: Vec<f64> = (0..wobble.len())
+            .map(|i| 1000.0 + 37.0 * i as f64)
+            .collect();
+        let v: Vec<f64> = base
+            .iter()
+            .zip(wobble)
+            .map(|(b, w)| b * gain * (1.0 + w / 1000.0))
+            .collect();
+        Cell {
+            contender: name.into(),
+            workload: workload.into(),
+            threads: 4,
+            tps: describe(&v),
+            p95_ms: describe(&v),
+            tps_vs_baseline: Some(compare(&rounds(&base), &rounds(&v), true)),
+            p95_vs_baseline: None,
+            warnings: Vec::new(),
+            tps_rounds: rounds(&v),
+            server_cpu_ms_per_txn: None,
+            disturbed: Vec::new(),
+        }
+    }
+
+    fn plan(names: &[&str], reference_only: &[&str]) -> Plan {
+        Plan {
+            contenders: names
+                .iter()
+                .map(|n| Contender {
+                    name: n.to_string(),
+                    binary: "/x".into(),
+                    buffer_pool_mb: None,
+                })
+                .collect(),
+            spec: BenchSpec::quick(),
+            config: ServerConfig::default(),
+            pin: false,
+            seed: 1,
+            label: String::new(),
+            order_scheme: 1,
+            reference_only: reference_only.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn decided(p: &Plan, mut cells: Vec<Cell>) -> Decision {
+        correct_over_the_run(&mut cells);
+        let mut g: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        for c in &cells {
+            g.entry(c.contender.clone())
+                .or_default()
+                .push(c.tps_vs_baseline.as_ref().unwrap().ratio);
+        }
+        let geomeans: Vec<(String, u32, f64)> =
+            g.into_iter().map(|(n, r)| (n, 4, geomean(&r))).collect();
+        decide(p, &cells, &geomeans)
+    }
+
+    const W: [f64; 9] = [3.0, -2.0, 5.0, -4.0, 1.0, -1.0, 4.0, -3.0, 2.0];
+
+    #[test]
+    fn the_winner_beats_the_baseline_loses_nowhere_and_is_tested_against_the_runner_up() {
+        let p = plan(&["baseline", "pgo", "pgo+bolt", "lto"], &[]);
+        // lto has the best mean but is significantly slower on b; pgo+bolt is ~4% over pgo.
+        let d = decided(
+            &p,
+            vec![
+                cell("pgo", "a", 1.20, &W),
+                cell("pgo", "b", 1.10, &W),
+                cell("pgo+bolt", "a", 1.25, &W.map(|w| -w)),
+                cell("pgo+bolt", "b", 1.15, &W.map(|w| -w)),
+                cell("lto", "a", 1.90, &W),
+                cell("lto", "b", 0.80, &W),
+            ],
+        );
+        assert_eq!(d.winner.as_deref(), Some("pgo+bolt"));
+        assert_eq!(d.runner_up.as_deref(), Some("pgo"));
+        assert!(!d.tied, "{d:?}");
+        assert!(
+            d.sentence().contains("beats the runner-up pgo"),
+            "{}",
+            d.sentence()
+        );
+        // Two variants within the noise of each other: tied, and the report says so.
+        let d = decided(
+            &p,
+            vec![
+                cell("pgo", "a", 1.200, &W),
+                cell("pgo+bolt", "a", 1.201, &W.map(|w| -w)),
+            ],
+        );
+        assert!(d.tied, "{d:?}");
+        assert!(d.sentence().contains("tied"), "{}", d.sentence());
+        // A reference binary (--binary) is compared but never chosen.
+        let p2 = plan(&["baseline", "pgo", "debian"], &["debian"]);
+        let d = decided(
+            &p2,
+            vec![cell("pgo", "a", 1.2, &W), cell("debian", "a", 1.5, &W)],
+        );
+        assert_eq!(d.winner.as_deref(), Some("pgo"));
+        assert_eq!(d.runner_up, None);
+        // Too few rounds for the exact test: nothing wins, and the cell says why.
+        let mut cells = vec![cell("pgo", "a", 1.3, &W[..4])];
+        correct_over_the_run(&mut cells);
+        let k = cells[0].tps_vs_baseline.as_ref().unwrap();
+        assert!(!k.significant);
+        assert!(k.warnings.iter().any(|w| w.contains("--rounds 6")), "{k:?}");
+        assert_eq!(
+            decided(&p, vec![cell("pgo", "a", 1.3, &W[..4])]).winner,
+            None
+        );
+    }
 }

@@ -16,6 +16,7 @@ use oltp::settings::{Settings, TestName};
 use oltp::RunResult;
 use serde::{Deserialize, Serialize};
 
+use super::load::{wait_until_quiet, Load, Meter};
 use super::spec::BenchSpec;
 use crate::server::{cpu, template, ServerConfig, ServerSpec};
 
@@ -47,6 +48,9 @@ pub struct Plan {
     /// their hash (and run directory).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub order_scheme: u32,
+    /// Contenders compared for reference only (not built by the run, never the winner).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reference_only: Vec<String>,
 }
 
 fn is_zero(v: &u32) -> bool {
@@ -161,6 +165,36 @@ pub struct Record {
     pub workload: TestName,
     pub threads: u32,
     pub result: RunResult,
+    /// The machine around the measured run (absent in results recorded before it was sampled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<Load>,
+}
+
+/// What the benchmark does when the machine is busy.
+#[derive(Clone, Copy, Debug)]
+pub struct Guard {
+    /// Measure anyway (the report still flags disturbed runs).
+    pub allow_busy: bool,
+    /// How long to wait for a busy machine to calm down before giving up.
+    pub patience: std::time::Duration,
+}
+
+impl Guard {
+    /// Wait up to 10 minutes for quiet, then refuse.
+    pub fn strict() -> Guard {
+        Guard {
+            allow_busy: false,
+            patience: std::time::Duration::from_secs(600),
+        }
+    }
+
+    /// Measure whatever else runs (tests, which share the machine with other tests).
+    pub fn allow_busy() -> Guard {
+        Guard {
+            allow_busy: true,
+            patience: std::time::Duration::ZERO,
+        }
+    }
 }
 
 /// The run directory's plan.json: what was asked, so a resume or a report knows.
@@ -262,9 +296,10 @@ pub fn run(
     work_dir: &Path,
     dir: &Path,
     resume: bool,
+    guard: Guard,
     log: &dyn Fn(&str),
 ) -> Result<()> {
-    run_with_progress(plan, work_dir, dir, resume, log, &|_, _| {})
+    run_with_progress(plan, work_dir, dir, resume, guard, log, &|_, _| {})
 }
 
 /// As [`run`], calling `tick(done, total)` with the count of measured runs (resumed ones included)
@@ -274,6 +309,7 @@ pub fn run_with_progress(
     work_dir: &Path,
     dir: &Path,
     resume: bool,
+    guard: Guard,
     log: &dyn Fn(&str),
     tick: &dyn Fn(u64, u64),
 ) -> Result<()> {
@@ -306,6 +342,17 @@ pub fn run_with_progress(
         .append(true)
         .open(results_path(dir))?;
     for round in 1..=plan.spec.rounds {
+        let all_done = plan.contenders.iter().all(|c| {
+            plan.spec.workloads.iter().all(|&w| {
+                plan.spec
+                    .threads
+                    .iter()
+                    .all(|&t| done.contains(&(round, c.name.clone(), w, t)))
+            })
+        });
+        if !all_done {
+            wait_until_quiet(guard.patience, guard.allow_busy, log)?;
+        }
         for (position, &ci) in
             round_order(plan.contenders.len(), round, plan.seed, plan.order_scheme)
                 .iter()
@@ -334,7 +381,14 @@ pub fn run_with_progress(
             let mut srv = template::start_copy(&tpl, &spec, &inst)
                 .with_context(|| format!("starting {}", c.name))?;
             for (w, t) in cells {
-                let r = measure(plan, c, &srv, w, t, &client_cpus)?;
+                let (r, load) = measure(plan, c, &srv, w, t, &client_cpus)?;
+                if let Some(l) = load.as_ref().filter(|l| l.disturbed()) {
+                    log(&format!(
+                        "round {round}: {} {w} {t} thr was disturbed: other processes used {:.0}% of the CPU",
+                        c.name,
+                        l.other_share * 100.0
+                    ));
+                }
                 log(&format!(
                     "round {round}/{}: {} {w} {t} thr: {:.0} tps",
                     plan.spec.rounds,
@@ -348,6 +402,7 @@ pub fn run_with_progress(
                     workload: w,
                     threads: t,
                     result: r,
+                    load,
                 };
                 writeln!(out, "{}", serde_json::to_string(&rec)?)?;
                 out.sync_data()?;
@@ -410,7 +465,7 @@ fn open_run_dir(plan: &Plan, dir: &Path, resume: bool) -> Result<()> {
 }
 
 /// One measured run of workload `w` at `t` client threads against a started server, after its
-/// warm-up.
+/// warm-up, with the machine's load while it ran.
 fn measure(
     plan: &Plan,
     c: &Contender,
@@ -418,7 +473,7 @@ fn measure(
     w: TestName,
     t: u32,
     client_cpus: &[usize],
-) -> Result<RunResult> {
+) -> Result<(RunResult, Option<Load>)> {
     let mut s = dataset(plan);
     s.test = w;
     s.conn = srv.state.conn_settings();
@@ -433,7 +488,10 @@ fn measure(
             .map_err(|e| anyhow::anyhow!("warm-up of {} {w}: {e}", c.name))?;
     }
     s.time_s = plan.spec.seconds;
-    oltp::run(&s, &mut oltp::Quiet).map_err(|e| anyhow::anyhow!("{} {w} {t} threads: {e}", c.name))
+    let meter = Meter::start(srv.state.pid);
+    let r = oltp::run(&s, &mut oltp::Quiet)
+        .map_err(|e| anyhow::anyhow!("{} {w} {t} threads: {e}", c.name))?;
+    Ok((r, meter.and_then(|m| m.stop())))
 }
 
 #[cfg(test)]
@@ -518,6 +576,7 @@ mod tests {
             seed: 1,
             label: String::new(),
             order_scheme: 0,
+            reference_only: Vec::new(),
         };
         p.sweep_buffer_pool(&[512, 2048]);
         let names: Vec<&str> = p.contenders.iter().map(|c| c.name.as_str()).collect();

@@ -20,7 +20,8 @@ pub struct BenchSpec {
 }
 
 impl BenchSpec {
-    /// The full look: point_select, read_only and read_write, 4 threads, 5 rounds of 30 s.
+    /// The full look: point_select, read_only and read_write, 4 threads, runs of 20 s; at least
+    /// 6 rounds, more when the comparisons need them ([`BenchSpec::with_rounds_for`]).
     pub fn standard() -> BenchSpec {
         BenchSpec {
             workloads: vec![
@@ -29,25 +30,35 @@ impl BenchSpec {
                 TestName::OltpReadWrite,
             ],
             threads: vec![4],
-            rounds: 5,
-            seconds: 30,
+            rounds: crate::bench::stats::MIN_ROUNDS as u32,
+            seconds: 20,
             warmup_seconds: 5,
             tables: 4,
             table_size: 100_000,
         }
     }
 
-    /// A first look (`--quick`): two workloads, 4 rounds of 10 s on a smaller dataset.
+    /// A first look (`--quick`): two workloads, runs of 10 s on a smaller dataset.
     pub fn quick() -> BenchSpec {
         BenchSpec {
             workloads: vec![TestName::OltpPointSelect, TestName::OltpReadOnly],
-            rounds: 4,
             seconds: 10,
             warmup_seconds: 3,
             tables: 2,
             table_size: 20_000,
             ..BenchSpec::standard()
         }
+    }
+
+    /// The rounds raised, if need be, to what the exact paired test needs to show significance
+    /// after Holm's correction over every comparison `contenders` make (all but the baseline, on
+    /// every workload and thread count): 6 for one comparison, 8 for 6, 9 for 9.
+    pub fn with_rounds_for(mut self, contenders: usize) -> BenchSpec {
+        let comparisons = contenders.saturating_sub(1) * self.workloads.len() * self.threads.len();
+        self.rounds = self
+            .rounds
+            .max(crate::bench::stats::rounds_needed(comparisons) as u32);
+        self
     }
 
     /// Why the spec cannot run, if it cannot.

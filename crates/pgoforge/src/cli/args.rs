@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 use oltp::settings::TestName;
+use pgoforge::bench::run::{Contender, Guard};
 use pgoforge::bench::spec::BenchSpec;
 use pgoforge::infra::lock::WorkLock;
 use pgoforge::pipeline::stages::SourceStage;
@@ -117,10 +118,12 @@ pub struct BenchSpecArgs {
     /// Benchmark client threads, comma-separated [4].
     #[arg(long, value_delimiter = ',')]
     pub threads: Vec<u32>,
-    /// Benchmark rounds; every variant runs once per round, in a new order each round [5; --quick 4].
+    /// Benchmark rounds; every variant runs once per round, orders balanced across rounds [as many
+    /// as the exact paired test needs over the run's comparisons, at least 6: 8 for 2 variants × 3
+    /// workloads, 9 for 3 × 3].
     #[arg(long)]
     pub rounds: Option<u32>,
-    /// Seconds per measured benchmark run [30; --quick 10].
+    /// Seconds per measured benchmark run [20; --quick 10].
     #[arg(long)]
     pub time: Option<u64>,
     /// Seconds of warm-up before each measured run [5; --quick 3].
@@ -135,6 +138,11 @@ pub struct BenchSpecArgs {
 }
 
 impl BenchSpecArgs {
+    /// Whether --rounds was given (otherwise the rounds follow the comparisons).
+    pub fn rounds_given(&self) -> bool {
+        self.rounds.is_some()
+    }
+
     pub fn spec(&self, quick: bool) -> BenchSpec {
         let d = if quick {
             BenchSpec::quick()
@@ -227,4 +235,41 @@ impl TrainingArgs {
 pub fn words(s: &Option<String>) -> Option<Vec<String>> {
     s.as_ref()
         .map(|f| f.split_whitespace().map(str::to_string).collect())
+}
+
+/// What a benchmark does on a busy machine.
+#[derive(Args, Clone, Debug)]
+pub struct GuardArgs {
+    /// Benchmark even while other processes use the CPU (a build, a test suite); the report
+    /// still flags every disturbed run. By default a benchmark waits up to --busy-wait seconds
+    /// for quiet before each round, then stops.
+    #[arg(long = "allow-busy")]
+    pub allow_busy: bool,
+    /// Seconds to wait for a busy machine to calm down before a round.
+    #[arg(long = "busy-wait", default_value_t = 600)]
+    pub busy_wait: u64,
+}
+
+impl GuardArgs {
+    pub fn guard(&self) -> Guard {
+        Guard {
+            allow_busy: self.allow_busy,
+            patience: std::time::Duration::from_secs(self.busy_wait),
+        }
+    }
+}
+
+/// A server given on the command line as NAME=PATH.
+pub fn contender(s: &str) -> Result<Contender, String> {
+    let (n, p) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not NAME=PATH"))?;
+    if n.is_empty() || n.contains(['/', ' ']) {
+        return Err(format!("'{n}' is not a usable name (no spaces or slashes)"));
+    }
+    Ok(Contender {
+        name: n.into(),
+        binary: PathBuf::from(p),
+        buffer_pool_mb: None,
+    })
 }

@@ -12,21 +12,7 @@ use pgoforge::bench::report;
 use pgoforge::bench::run::{self, Contender, Plan};
 use pgoforge::events::{log_to, tick_to};
 
-use super::args::{BenchSpecArgs, ServerConfigArgs, WorkDirArgs};
-
-fn contender(s: &str) -> Result<Contender, String> {
-    let (n, p) = s
-        .split_once('=')
-        .ok_or_else(|| format!("'{s}' is not NAME=PATH"))?;
-    if n.is_empty() || n.contains(['/', ' ']) {
-        return Err(format!("'{n}' is not a usable name (no spaces or slashes)"));
-    }
-    Ok(Contender {
-        name: n.into(),
-        binary: PathBuf::from(p),
-        buffer_pool_mb: None,
-    })
-}
+use super::args::{contender, BenchSpecArgs, GuardArgs, ServerConfigArgs, WorkDirArgs};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Measure {
@@ -49,6 +35,8 @@ pub struct BenchArgs {
     spec: BenchSpecArgs,
     #[command(flatten)]
     server: ServerConfigArgs,
+    #[command(flatten)]
+    guard: GuardArgs,
     /// Sweep the buffer pool: run every contender at each size (MiB, comma-separated).
     #[arg(long = "sweep-buffer-pool-mb", value_delimiter = ',')]
     sweep_buffer_pool_mb: Vec<u64>,
@@ -146,13 +134,19 @@ pub fn main(a: BenchArgs) -> Result<i32> {
             .unwrap_or_else(run::fresh_seed),
         label: String::new(),
         order_scheme: resumed.map_or(run::BALANCED_ORDERS, |(_, o)| o),
+        reference_only: Vec::new(),
     };
     plan.sweep_buffer_pool(&a.sweep_buffer_pool_mb);
+    if !a.spec.rounds_given() {
+        // Every contender beyond the first of each buffer pool size is compared with it.
+        plan.spec = plan.spec.clone().with_rounds_for(plan.contenders.len());
+    }
     run::run_with_progress(
         &plan,
         &work,
         &dir,
         a.resume,
+        a.guard.guard(),
         &log_to(reporter.as_ref(), "benchmark"),
         &tick_to(reporter.as_ref(), "benchmark"),
     )?;

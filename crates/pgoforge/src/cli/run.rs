@@ -13,7 +13,8 @@ use pgoforge::pipeline::{self, deps, Env, Outcome, RunPlan, RunRequest};
 use pgoforge::recipe::Recipe;
 
 use super::args::{
-    words, BenchSpecArgs, CompilerArgs, MixArgs, ServerConfigArgs, SourceArgs, WorkDirArgs,
+    contender, words, BenchSpecArgs, CompilerArgs, GuardArgs, MixArgs, ServerConfigArgs,
+    SourceArgs, WorkDirArgs,
 };
 
 #[derive(Args)]
@@ -22,14 +23,26 @@ pub struct RunArgs {
     source: SourceArgs,
     #[command(flatten)]
     compiler: CompilerArgs,
-    /// Variants compared with the baseline, comma-separated [default: pgo,pgo+lto,pgo+bolt; with
-    /// --quick: pgo]. A +bolt variant is BOLTed after its build; its unBOLTed build is compared too
-    /// (as NAME-prebolt) unless the plain variant is listed.
+    /// Variants compared with the baseline, comma-separated [default: pgo+lto+bolt — three builds
+    /// (baseline, pgo-gen, a bolt-ready pgo+lto) and three contenders: baseline, pgo+lto (the
+    /// bolt-ready build as linked) and pgo+lto+bolt]. A +bolt variant is built bolt-ready once and
+    /// serves two contenders: X (unBOLTed) and X+bolt. MariaDB 10.11 here: ~14 min per build on an
+    /// idle 2-core machine; MySQL 9.7: about an hour.
     #[arg(long, value_delimiter = ',')]
     variants: Vec<Variant>,
-    /// Short training and benchmark, one variant (pgo): a first look, three builds.
+    /// Short training and benchmark, one variant (pgo): the cheapest useful look, three builds
+    /// and no BOLT.
     #[arg(long)]
     quick: bool,
+    /// Build X separately when X and X+bolt are both listed (instead of X being the bolt-ready
+    /// build unBOLTed); the bolt-ready build is then compared unBOLTed too, as X-prebolt, which
+    /// shows what bolt-readiness costs.
+    #[arg(long = "separate-bolt-builds")]
+    separate_bolt_builds: bool,
+    /// Also compare a server this run does not build, NAME=PATH (repeatable; e.g.
+    /// debian=/usr/sbin/mariadbd): gated and benchmarked with the variants, never packaged.
+    #[arg(long = "binary", value_parser = contender)]
+    binaries: Vec<pgoforge::bench::run::Contender>,
     #[command(flatten)]
     work: WorkDirArgs,
     /// Install missing dependencies with apt (as root, or through sudo).
@@ -44,6 +57,8 @@ pub struct RunArgs {
     bench: BenchSpecArgs,
     #[command(flatten)]
     server: ServerConfigArgs,
+    #[command(flatten)]
+    guard: GuardArgs,
     /// BOLT optimization flags instead of the probed ones, space-separated.
     #[arg(long = "bolt-flags")]
     bolt_flags: Option<String>,
@@ -83,11 +98,7 @@ benchmark rounds already written); rerun the same command to continue.\n";
 }
 
 fn default_variants(quick: bool) -> Vec<Variant> {
-    let names: &[&str] = if quick {
-        &["pgo"]
-    } else {
-        &["pgo", "pgo+lto", "pgo+bolt"]
-    };
+    let names: &[&str] = if quick { &["pgo"] } else { &["pgo+lto+bolt"] };
     names
         .iter()
         .map(|n| n.parse().expect("a valid variant"))
@@ -166,6 +177,10 @@ pub fn main(a: RunArgs) -> Result<i32> {
         package: !a.no_package,
         seed: a.seed,
         cachegrind: a.cachegrind,
+        separate_bolt_builds: a.separate_bolt_builds,
+        outside: a.binaries.clone(),
+        guard: a.guard.guard(),
+        auto_rounds: !a.bench.rounds_given(),
     };
     let plan = RunPlan::resolve(request, &Env::probe())?;
     if a.plan {

@@ -53,7 +53,7 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
         None => train_profile(plan, &src, &mut t, &cx)?,
     };
     let mut warnings = Vec::new();
-    let contenders = build_contenders(
+    let mut contenders = build_contenders(
         plan,
         &src,
         &baseline,
@@ -62,6 +62,7 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
         &cx,
         &mut warnings,
     )?;
+    contenders.extend(outside_contenders(req)?);
     t.run(&gate_stage(req, &contenders), &cx)?;
     let seed = t.run(&SeedStage { given: req.seed }, &cx)?;
     let bench = bench_stage(plan, &src, &contenders, seed);
@@ -233,8 +234,9 @@ fn build_contenders(
             contenders.push(Built {
                 name: c.name.clone(),
                 binary: b.binary.clone(),
-                build: b.clone(),
+                build: Some(b.clone()),
                 bolt: None,
+                sha256: None,
             });
             continue;
         }
@@ -256,8 +258,9 @@ fn build_contenders(
             Ok(x) => contenders.push(Built {
                 name: c.name.clone(),
                 binary: x.binary.clone(),
-                build: b.clone(),
+                build: Some(b.clone()),
                 bolt: Some(x),
+                sha256: None,
             }),
             // The unBOLTed build is compared already (as the plain variant or as -prebolt).
             Err(e) => warn(
@@ -273,6 +276,24 @@ fn build_contenders(
         );
     }
     Ok(contenders)
+}
+
+/// The `--binary` servers, compared as they are; their hash is their identity.
+fn outside_contenders(req: &RunRequest) -> Result<Vec<Built>> {
+    req.outside
+        .iter()
+        .map(|c| {
+            let binary = fs::canonicalize(&c.binary)
+                .with_context(|| format!("--binary {}={}", c.name, c.binary.display()))?;
+            Ok(Built {
+                name: c.name.clone(),
+                sha256: Some(crate::infra::fs::sha256_file(&binary)?),
+                binary,
+                build: None,
+                bolt: None,
+            })
+        })
+        .collect()
 }
 
 fn baseline_variant(plan: &RunPlan) -> Variant {
@@ -303,6 +324,7 @@ fn bench_stage(plan: &RunPlan, src: &Source, contenders: &[Built], seed: u64) ->
     let req = &plan.request;
     let ids = identities(contenders);
     BenchStage {
+        guard: req.guard,
         plan: Plan {
             contenders: contenders
                 .iter()
@@ -317,6 +339,7 @@ fn bench_stage(plan: &RunPlan, src: &Source, contenders: &[Built], seed: u64) ->
             pin: true,
             seed,
             order_scheme: crate::bench::run::BALANCED_ORDERS,
+            reference_only: req.outside.iter().map(|c| c.name.clone()).collect(),
             // The binaries' identities: a rebuilt binary at the same path is a new benchmark.
             label: format!(
                 "recipe {} source {} {}",

@@ -45,6 +45,18 @@ pub struct RunRequest {
     pub seed: Option<u64>,
     /// Also count instructions, I1 misses and mispredicts per transaction under cachegrind.
     pub cachegrind: bool,
+    /// Servers the run did not build, compared as they are (e.g. the distribution's); gated and
+    /// benchmarked, never packaged.
+    pub outside: Vec<crate::bench::run::Contender>,
+    /// What the benchmark does on a busy machine (not part of any stage's key).
+    #[serde(skip)]
+    pub guard: crate::bench::run::Guard,
+    /// Raise the benchmark's rounds to what the exact test needs for the run's comparisons
+    /// (`--rounds` not given).
+    pub auto_rounds: bool,
+    /// Build a variant listed both plain and +bolt twice (plain, and bolt-ready for BOLT)
+    /// instead of letting the bolt-ready build serve both.
+    pub separate_bolt_builds: bool,
 }
 
 /// What the machine has, found before planning.
@@ -100,7 +112,7 @@ pub struct RunPlan {
 }
 
 impl RunPlan {
-    pub fn resolve(req: RunRequest, env: &Env) -> Result<RunPlan> {
+    pub fn resolve(mut req: RunRequest, env: &Env) -> Result<RunPlan> {
         check(&req, env)?;
         let needs_profile = req.variants.iter().any(Variant::needs_profile);
         let from = if !needs_profile {
@@ -130,6 +142,10 @@ impl RunPlan {
             bolted: false,
         }];
         for &v in &req.variants {
+            if !v.bolt_ready && served_by_bolt_ready_build(&req, v) {
+                // Its contender comes with the bolt-ready build below.
+                continue;
+            }
             builds.push(PlannedBuild {
                 variant: v,
                 profile: if v.needs_profile() {
@@ -151,21 +167,47 @@ impl RunPlan {
                 bolt_ready: false,
                 ..v
             };
-            if !req.variants.contains(&plain) {
-                // The bolt-ready build stands in for the plain variant (same code, relocations
-                // kept, no hot/cold splitting), so BOLT's own share of the gain shows.
-                contenders.push(PlannedContender {
-                    name: format!("{plain}-prebolt"),
-                    build: v,
-                    bolted: false,
-                });
-            }
+            // The bolt-ready build, unBOLTed, is the plain variant (what bolt-readiness costs
+            // it: docs/bench/bolt-ready.md); with separate builds it is compared as well, as
+            // NAME-prebolt, so that cost shows in the run.
+            let separate = req.separate_bolt_builds && req.variants.contains(&plain);
+            contenders.push(PlannedContender {
+                name: if separate {
+                    format!("{plain}-prebolt")
+                } else {
+                    plain.to_string()
+                },
+                build: v,
+                bolted: false,
+            });
             contenders.push(PlannedContender {
                 name: v.to_string(),
                 build: v,
                 bolted: true,
             });
             stages.push(format!("bolt {v}"));
+        }
+        for o in &req.outside {
+            if o.name == "baseline" || contenders.iter().any(|c| c.name == o.name) {
+                bail!(
+                    "--binary {}=...: the run already has a contender named {}; name it otherwise",
+                    o.name,
+                    o.name
+                );
+            }
+            if !o.binary.is_file() {
+                bail!(
+                    "--binary {}={}: no such file (give the path of a server binary, e.g. /usr/sbin/mariadbd)",
+                    o.name,
+                    o.binary.display()
+                );
+            }
+        }
+        if req.auto_rounds {
+            req.bench = req
+                .bench
+                .clone()
+                .with_rounds_for(contenders.len() + req.outside.len());
         }
         stages.extend(["gate".into(), "seed".into(), "bench".into()]);
         if req.cachegrind {
@@ -193,10 +235,24 @@ impl RunPlan {
     }
 }
 
+/// Whether `v`'s contender is the unBOLTed binary of its bolt-ready build (`v+bolt` listed too).
+fn served_by_bolt_ready_build(req: &RunRequest, v: Variant) -> bool {
+    !req.separate_bolt_builds
+        && req.variants.contains(&Variant {
+            bolt_ready: true,
+            ..v
+        })
+}
+
 /// Everything that can be wrong with a request, found before anything runs.
 fn check(req: &RunRequest, env: &Env) -> Result<()> {
     if req.variants.is_empty() {
         bail!("no variants to compare with the baseline");
+    }
+    for (i, v) in req.variants.iter().enumerate() {
+        if req.variants[..i].contains(v) {
+            bail!("variant {v} is listed twice");
+        }
     }
     if req.variants.iter().any(|v| v.stage == BuildKind::PgoGen) {
         bail!("pgo-gen is the instrumented build used for training, not a variant to compare; choose from pgo, pgo+lto, lto (each optionally +bolt)");
@@ -254,6 +310,10 @@ mod tests {
             package: true,
             seed: None,
             cachegrind: false,
+            separate_bolt_builds: false,
+            outside: Vec::new(),
+            guard: crate::bench::run::Guard::allow_busy(),
+            auto_rounds: false,
         }
     }
 
@@ -270,13 +330,21 @@ mod tests {
 
     #[test]
     fn the_plan_names_every_build_contender_and_stage_before_anything_runs() {
+        let names =
+            |p: &RunPlan| -> Vec<String> { p.contenders.iter().map(|c| c.name.clone()).collect() };
+        let builds = |p: &RunPlan| -> Vec<String> {
+            p.builds.iter().map(|b| b.variant.to_string()).collect()
+        };
+        // One bolt-ready build serves pgo and pgo+bolt.
         let p = RunPlan::resolve(request(&["pgo", "pgo+bolt"]), &with_bolt()).unwrap();
-        let builds: Vec<String> = p.builds.iter().map(|b| b.variant.to_string()).collect();
-        assert_eq!(builds, ["baseline", "pgo-gen", "pgo", "pgo+bolt"]);
-        assert_eq!(p.builds[3].profile, ProfileFrom::Trained);
-        let names: Vec<&str> = p.contenders.iter().map(|c| c.name.as_str()).collect();
-        // pgo is listed, so the bolt-ready build is not compared unBOLTed.
-        assert_eq!(names, ["baseline", "pgo", "pgo+bolt"]);
+        assert_eq!(builds(&p), ["baseline", "pgo-gen", "pgo+bolt"]);
+        assert_eq!(p.builds[2].profile, ProfileFrom::Trained);
+        assert_eq!(names(&p), ["baseline", "pgo", "pgo+bolt"]);
+        let plain = &p.contenders[1];
+        assert_eq!(
+            (plain.build.to_string(), plain.bolted),
+            ("pgo+bolt".into(), false)
+        );
         assert_eq!(
             p.stages,
             [
@@ -284,7 +352,6 @@ mod tests {
                 "build baseline",
                 "build pgo-gen",
                 "train",
-                "build pgo",
                 "build pgo+bolt",
                 "bolt pgo+bolt",
                 "gate",
@@ -294,9 +361,35 @@ mod tests {
                 "package"
             ]
         );
+        // The same when only the +bolt variant is asked for (the default set).
         let p = RunPlan::resolve(request(&["pgo+lto+bolt"]), &with_bolt()).unwrap();
-        let names: Vec<&str> = p.contenders.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["baseline", "pgo+lto-prebolt", "pgo+lto+bolt"]);
+        assert_eq!(builds(&p), ["baseline", "pgo-gen", "pgo+lto+bolt"]);
+        assert_eq!(names(&p), ["baseline", "pgo+lto", "pgo+lto+bolt"]);
+        assert_eq!(p.request.bench.rounds, BenchSpec::quick().rounds);
+        // Unless --rounds is given, the rounds follow the comparisons: 2 contenders against the
+        // baseline on 2 workloads is 4 comparisons, which the exact test needs 8 rounds for.
+        let mut r = request(&["pgo+lto+bolt"]);
+        r.auto_rounds = true;
+        assert_eq!(
+            RunPlan::resolve(r, &with_bolt())
+                .unwrap()
+                .request
+                .bench
+                .rounds,
+            8
+        );
+        // Separate builds: the plain one, and the bolt-ready one compared unBOLTed too.
+        let mut r = request(&["pgo+lto", "pgo+lto+bolt"]);
+        r.separate_bolt_builds = true;
+        let p = RunPlan::resolve(r, &with_bolt()).unwrap();
+        assert_eq!(
+            builds(&p),
+            ["baseline", "pgo-gen", "pgo+lto", "pgo+lto+bolt"]
+        );
+        assert_eq!(
+            names(&p),
+            ["baseline", "pgo+lto", "pgo+lto-prebolt", "pgo+lto+bolt"]
+        );
         // No profile needed: no pgo-gen, no training.
         let p = RunPlan::resolve(request(&["lto"]), &Env::default()).unwrap();
         assert_eq!(p.builds.len(), 2);
@@ -308,6 +401,22 @@ mod tests {
         let e = |r: RunRequest, env: &Env| RunPlan::resolve(r, env).unwrap_err().to_string();
         assert!(e(request(&[]), &with_bolt()).contains("no variants"));
         assert!(e(request(&["pgo-gen"]), &with_bolt()).contains("used for training"));
+        assert!(e(request(&["pgo", "pgo"]), &with_bolt()).contains("pgo is listed twice"));
+        let outside = |name: &str, path: &str| {
+            let mut r = request(&["pgo"]);
+            r.outside.push(crate::bench::run::Contender {
+                name: name.into(),
+                binary: path.into(),
+                buffer_pool_mb: None,
+            });
+            r
+        };
+        assert!(e(outside("pgo", "/bin/true"), &with_bolt())
+            .contains("already has a contender named pgo"));
+        assert!(
+            e(outside("debian", "/nonexistent/mariadbd"), &with_bolt()).contains("no such file")
+        );
+        assert!(RunPlan::resolve(outside("debian", "/bin/true"), &with_bolt()).is_ok());
         assert!(e(request(&["pgo+bolt"]), &Env::default()).contains("apt-get install bolt-22"));
         let mut r = request(&["pgo"]);
         r.bench.rounds = 0;

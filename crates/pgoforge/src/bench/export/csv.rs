@@ -15,21 +15,21 @@ impl Exporter for Csv {
     }
 
     fn render(&self, r: &Report) -> Result<String> {
-        let mut o = String::from("contender,workload,threads,rounds,tps_median,tps_mean,tps_ci_low,tps_ci_high,p95_ms_median,ratio,ratio_ci_low,ratio_ci_high,p_value,verdict\n");
+        let mut o = String::from("contender,workload,threads,rounds,tps_median,tps_mean,tps_ci_low,tps_ci_high,p95_ms_median,ratio,ratio_ci_low,ratio_ci_high,p_value,p_holm,verdict\n");
         for c in &r.cells {
             let (ratio, lo, hi, p, v) = match &c.tps_vs_baseline {
                 Some(v) => (
                     format!("{:.4}", v.ratio),
                     format!("{:.4}", v.ratio_ci95.0),
                     format!("{:.4}", v.ratio_ci95.1),
-                    format!("{:.4}", v.p_value),
+                    format!("{:.4},{:.4}", v.p_value, v.p_holm),
                     v.sentence(),
                 ),
                 None => (
                     String::new(),
                     String::new(),
                     String::new(),
-                    String::new(),
+                    ",".into(),
                     "baseline".into(),
                 ),
             };

@@ -35,7 +35,8 @@ fn results(r: &Report) -> Table {
         "p95 latency ms",
         &format!("vs {base}"),
         "95% CI",
-        "p",
+        "p (Holm)",
+        "server CPU ms/txn",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -57,7 +58,7 @@ fn results(r: &Report) -> Table {
                         }
                     ),
                     format!("[{}, {}]", pct(v.ratio_ci95.0), pct(v.ratio_ci95.1)),
-                    format!("{:.3}", v.p_value),
+                    format!("{:.3} ({:.3})", v.p_value, v.p_holm),
                 ),
                 None => ("baseline".into(), String::new(), String::new()),
             };
@@ -71,6 +72,10 @@ fn results(r: &Report) -> Table {
                 g,
                 ci,
                 p,
+                c.server_cpu_ms_per_txn
+                    .as_ref()
+                    .map(|d| format!("{:.3}", d.median))
+                    .unwrap_or_default(),
             ]
         })
         .collect();
@@ -102,10 +107,47 @@ pub fn document(r: &Report) -> Vec<Block> {
                 .join(" vs ")
         )),
         Block::Paragraph(format!(
-            "{} rounds (interleaved, a new contender order each round), {} s per run after {} s warm-up, {} tables x {} rows, buffer pool {} MiB.",
+            "{} rounds (interleaved: every contender once per round, back to back), {} s per run after {} s warm-up, {} tables x {} rows, buffer pool {} MiB.",
             r.rounds_found, r.plan.spec.seconds, r.plan.spec.warmup_seconds, r.plan.spec.tables, r.plan.spec.table_size, r.plan.config.buffer_pool_mb
         )),
+        Block::Paragraph(
+            "Method: paired by round — the ratio is the geometric mean of the per-round ratios \
+             contender / baseline, its 95% interval Student's t on the log-ratios; p is the exact \
+             sign-flip permutation test on the log-ratios, and in parentheses after Holm's \
+             correction over all the run's comparisons. Significant: Holm p < 0.05, the interval \
+             excludes 0 and the change is at least 2%."
+                .into(),
+        ),
     ];
+    if let Some(dec) = &r.decision {
+        let mut items: Vec<String> = dec
+            .versus
+            .iter()
+            .map(|(w, t, c)| {
+                format!(
+                    "{w} {t} threads: {} {} against {}: {} (p {:.3}, Holm {:.3})",
+                    dec.winner.as_deref().unwrap_or_default(),
+                    pct(c.ratio),
+                    dec.runner_up.as_deref().unwrap_or_default(),
+                    c.sentence(),
+                    c.p_value,
+                    c.p_holm
+                )
+            })
+            .collect();
+        if !r.plan.reference_only.is_empty() {
+            items.push(format!(
+                "compared for reference only, never chosen: {}",
+                r.plan.reference_only.join(", ")
+            ));
+        }
+        let lead = format!("Decision: {}.", dec.sentence());
+        d.push(if items.is_empty() {
+            Block::Paragraph(lead)
+        } else {
+            Block::List(lead, items)
+        });
+    }
     if !r.orders.is_empty() {
         let scheme = if r.plan.order_scheme == 0 {
             "a fresh shuffle each round"
@@ -130,12 +172,13 @@ pub fn document(r: &Report) -> Vec<Block> {
         .filter_map(|c| {
             c.p95_vs_baseline.as_ref().map(|v| {
                 format!(
-                    "{} {} {} threads: {} (p = {:.3})",
+                    "{} {} {} threads: {} (p = {:.3}, Holm {:.3})",
                     c.contender,
                     c.workload,
                     c.threads,
                     v.sentence(),
-                    v.p_value
+                    v.p_value,
+                    v.p_holm
                 )
             })
         })

@@ -21,19 +21,29 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// The (workload, threads) cells of the report, sorted, each once.
+fn groups(r: &Report) -> Vec<(String, u32)> {
+    let mut g: Vec<(String, u32)> = r
+        .cells
+        .iter()
+        .map(|c| (c.workload.clone(), c.threads))
+        .collect();
+    g.sort();
+    g.dedup();
+    g
+}
+
+/// One contender's points in a strip chart: its index, every round's ratio, and the estimate
+/// with its interval.
+struct Strip {
+    index: usize,
+    points: Vec<f64>,
+    estimate: Option<(f64, f64, f64)>,
+}
+
 /// Grouped bars: one group per (workload, threads), one bar per contender, with 95% CI whiskers.
 fn bars(r: &Report, title: &str, value: &dyn Fn(&Cell) -> (f64, f64, f64)) -> String {
-    let groups: Vec<(String, u32)> = {
-        let mut g: Vec<(String, u32)> = r
-            .cells
-            .iter()
-            .map(|c| (c.workload.clone(), c.threads))
-            .collect();
-        g.dedup();
-        g.sort();
-        g.dedup();
-        g
-    };
+    let groups = groups(r);
     let names: Vec<&str> = r.plan.contenders.iter().map(|c| c.name.as_str()).collect();
     let max = r
         .cells
@@ -45,17 +55,20 @@ fn bars(r: &Report, title: &str, value: &dyn Fn(&Cell) -> (f64, f64, f64)) -> St
     let plot_h = h - bottom - top;
     let gw = (w - left - 20.0) / groups.len().max(1) as f64;
     let bw = (gw * 0.8) / names.len().max(1) as f64;
-    let y = |v: f64| top + plot_h * (1.0 - v / (max * 1.1));
+    let step = nice_step(max * 1.1 / 4.0);
+    let ticks = (max * 1.1 / step).ceil().max(1.0) as usize;
+    let axis_top = step * ticks as f64;
+    let y = |v: f64| top + plot_h * (1.0 - v / axis_top);
     let mut s = format!("<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' font-family='sans-serif' font-size='11'>");
     let _ = write!(
         s,
         "<text x='{left}' y='16' font-size='13' font-weight='bold'>{}</text>",
         esc(title)
     );
-    for k in 0..=4 {
-        let v = max * 1.1 * k as f64 / 4.0;
+    for k in 0..=ticks {
+        let v = step * k as f64;
         let yy = y(v);
-        let _ = write!(s, "<line x1='{left}' x2='{}' y1='{yy:.1}' y2='{yy:.1}' stroke='#ddd'/><text x='{}' y='{:.1}' text-anchor='end'>{}</text>", w - 20.0, left - 4.0, yy + 4.0, tick(v, max * 1.1));
+        let _ = write!(s, "<line x1='{left}' x2='{}' y1='{yy:.1}' y2='{yy:.1}' stroke='#ddd'/><text x='{}' y='{:.1}' text-anchor='end'>{}</text>", w - 20.0, left - 4.0, yy + 4.0, tick(v, step));
     }
     for (gi, (wl, t)) in groups.iter().enumerate() {
         let gx = left + gi as f64 * gw + gw * 0.1;
@@ -183,13 +196,154 @@ fn table(t: &Table) -> String {
     s + "</table>"
 }
 
-/// Axis labels with as many decimals as the scale needs (ratios near 1 need two).
-fn tick(v: f64, top: f64) -> String {
-    if top < 10.0 {
-        format!("{v:.2}")
+/// Axis labels with as many decimals as the step between ticks needs (a 0.25 step needs two,
+/// so 0.5-steps never read "2, 2, 1, 1, 0").
+fn tick(v: f64, step: f64) -> String {
+    let decimals = if step.fract().abs() < 1e-9 {
+        0
     } else {
-        format!("{v:.0}")
+        (-step.log10()).ceil().max(0.0) as usize + 1
+    };
+    format!("{v:.decimals$}")
+}
+
+/// A round step (1, 2, 2.5 or 5 times a power of ten) at least `raw`.
+fn nice_step(raw: f64) -> f64 {
+    if raw <= 0.0 || !raw.is_finite() {
+        return 1.0;
     }
+    let p = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * p)
+        .find(|s| *s >= raw * (1.0 - 1e-9))
+        .unwrap_or(10.0 * p)
+}
+
+/// Small multiples, one per workload and thread count: every round's ratio contender / baseline
+/// (paired, same round) as a point, the estimate as a bar mark and its 95% interval as a line.
+fn strips(r: &Report) -> String {
+    let base = &r.plan.contenders[0].name;
+    let names: Vec<&str> = r
+        .plan
+        .contenders
+        .iter()
+        .skip(1)
+        .map(|c| c.name.as_str())
+        .collect();
+    let mut out = String::from("<h2>Every round</h2><p>Each point is one round's throughput ratio to the baseline in the same round; the black mark is the estimate (geometric mean), the line its 95% interval; the dashed line is the baseline (1).</p><div>");
+    for (wl, t) in &groups(r) {
+        let cell = |n: &str| {
+            r.cells
+                .iter()
+                .find(|c| &c.workload == wl && c.threads == *t && c.contender == n)
+        };
+        let Some(bc) = cell(base) else { continue };
+        let mut series: Vec<Strip> = Vec::new();
+        for (i, n) in names.iter().enumerate() {
+            let Some(c) = cell(n) else { continue };
+            let pts: Vec<f64> = crate::bench::stats::pair_by_round(&bc.tps_rounds, &c.tps_rounds)
+                .iter()
+                .map(|(b, v)| v / b)
+                .collect();
+            let est = c
+                .tps_vs_baseline
+                .as_ref()
+                .map(|k| (k.ratio, k.ratio_ci95.0, k.ratio_ci95.1));
+            series.push(Strip {
+                index: i,
+                points: pts,
+                estimate: est,
+            });
+        }
+        let mut all: Vec<f64> = vec![1.0];
+        for st in &series {
+            all.extend(&st.points);
+            if let Some((m, lo, hi)) = &st.estimate {
+                all.extend([*m, *lo, *hi].iter().filter(|v| v.is_finite()));
+            }
+        }
+        let lo = all.iter().copied().fold(f64::INFINITY, f64::min) * 0.97;
+        let hi = all.iter().copied().fold(0.0f64, f64::max) * 1.03;
+        let (w, h, left, bottom, top) = (300.0, 240.0, 46.0, 40.0, 26.0);
+        let y = |v: f64| top + (h - bottom - top) * (1.0 - (v - lo) / (hi - lo).max(1e-9));
+        let cw = (w - left - 10.0) / names.len().max(1) as f64;
+        let _ = write!(out, "<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' font-family='sans-serif' font-size='10'><text x='{left}' y='14' font-size='12' font-weight='bold'>{} ({t} thr)</text>", esc(wl));
+        let step = (hi - lo) / 4.0;
+        for k in 0..=4 {
+            let v = lo + step * k as f64;
+            let _ = write!(out, "<line x1='{left}' x2='{}' y1='{:.1}' y2='{:.1}' stroke='#eee'/><text x='{}' y='{:.1}' text-anchor='end'>{}</text>", w - 10.0, y(v), y(v), left - 3.0, y(v) + 3.0, tick(v, step));
+        }
+        let _ = write!(out, "<line x1='{left}' x2='{}' y1='{:.1}' y2='{:.1}' stroke='#888' stroke-dasharray='4 3'/>", w - 10.0, y(1.0), y(1.0));
+        for Strip {
+            index: i,
+            points: pts,
+            estimate: est,
+        } in &series
+        {
+            let cx = left + cw * (*i as f64 + 0.5);
+            let color = COLORS[(i + 1) % COLORS.len()];
+            for (k, p) in pts.iter().enumerate() {
+                // Spread the points sideways so equal values stay visible.
+                let jx = cx - cw * 0.25 + cw * 0.5 * (k as f64 + 0.5) / pts.len().max(1) as f64;
+                let _ = write!(out, "<circle cx='{jx:.1}' cy='{:.1}' r='3' fill='{color}' fill-opacity='0.7'><title>{}: {p:.3}</title></circle>", y(*p), esc(names[*i]));
+            }
+            if let Some((m, l, u)) = est {
+                if l.is_finite() && u.is_finite() {
+                    let _ = write!(out, "<line x1='{:.1}' x2='{:.1}' y1='{:.1}' y2='{:.1}' stroke='#222' stroke-width='2'/>", cx + cw * 0.3, cx + cw * 0.3, y(*l), y(*u));
+                }
+                let _ = write!(out, "<line x1='{:.1}' x2='{:.1}' y1='{:.1}' y2='{:.1}' stroke='#222' stroke-width='3'/>", cx + cw * 0.22, cx + cw * 0.38, y(*m), y(*m));
+            }
+            let _ = write!(
+                out,
+                "<text x='{cx:.1}' y='{}' text-anchor='middle'>{}</text>",
+                h - bottom + 14.0,
+                esc(names[*i])
+            );
+        }
+        out.push_str("</svg>");
+    }
+    out + "</div>"
+}
+
+/// The share of the CPU other processes used during each measured run, in the order they ran:
+/// a benchmark beside a build shows as a plateau.
+fn load_trace(r: &Report) -> Option<String> {
+    if r.load_trace.is_empty() {
+        return None;
+    }
+    let (w, h, left, bottom, top) = (860.0, 160.0, 46.0, 30.0, 26.0);
+    let n = r.load_trace.len();
+    let x = |i: usize| left + (w - left - 20.0) * i as f64 / (n.max(2) - 1) as f64;
+    let y = |v: f64| top + (h - bottom - top) * (1.0 - v);
+    let mut s = format!("<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' font-family='sans-serif' font-size='10'><text x='{left}' y='14' font-size='12' font-weight='bold'>Machine load during each measured run (share of all CPUs used by other processes; red line: {:.0}%, above it a run counts as disturbed)</text>", crate::bench::load::BUSY_SHARE * 100.0);
+    for k in 0..=4 {
+        let v = k as f64 / 4.0;
+        let _ = write!(s, "<line x1='{left}' x2='{}' y1='{:.1}' y2='{:.1}' stroke='#eee'/><text x='{}' y='{:.1}' text-anchor='end'>{:.0}%</text>", w - 20.0, y(v), y(v), left - 3.0, y(v) + 3.0, v * 100.0);
+    }
+    let b = crate::bench::load::BUSY_SHARE;
+    let _ = write!(
+        s,
+        "<line x1='{left}' x2='{}' y1='{:.1}' y2='{:.1}' stroke='#c44e52'/>",
+        w - 20.0,
+        y(b),
+        y(b)
+    );
+    let pts: Vec<String> = r
+        .load_trace
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("{:.1},{:.1}", x(i), y(p.other_share.clamp(0.0, 1.0))))
+        .collect();
+    let steal: Vec<String> = r
+        .load_trace
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("{:.1},{:.1}", x(i), y(p.steal_share.clamp(0.0, 1.0))))
+        .collect();
+    let _ = write!(s, "<polyline points='{}' fill='none' stroke='#4c72b0' stroke-width='1.5'><title>other processes</title></polyline><polyline points='{}' fill='none' stroke='#937860' stroke-dasharray='3 2'><title>steal</title></polyline>", pts.join(" "), steal.join(" "));
+    let _ = write!(s, "<text x='{left}' y='{}'>runs in the order they ran (rounds 1..{}); solid: others, dashed: steal</text></svg>", h - 8.0, r.rounds_found);
+    Some(s)
 }
 
 pub struct Html;
@@ -215,7 +369,15 @@ pub fn html(r: &Report) -> String {
             Block::Paragraph(p) => {
                 let _ = write!(o, "<p>{}</p>", esc(p));
             }
-            Block::List(lead, items) | Block::Notes(lead, items) => {
+            Block::Notes(lead, items) => {
+                // The environment: long and rarely read, so folded.
+                let _ = write!(o, "<details><summary>{}</summary><ul>", esc(lead));
+                for i in items {
+                    let _ = write!(o, "<li>{}</li>", esc(i));
+                }
+                o.push_str("</ul></details>");
+            }
+            Block::List(lead, items) => {
                 let _ = write!(o, "<p>{}</p><ul>", esc(lead));
                 for i in items {
                     let _ = write!(o, "<li>{}</li>", esc(i));
@@ -228,18 +390,11 @@ pub fn html(r: &Report) -> String {
             }
         }
     }
-    o.push_str(&bars(r, "Throughput (TPS, mean with 95% CI)", &|c| {
-        (c.tps.mean, c.tps.ci95.0, c.tps.ci95.1)
-    }));
-    // Workloads differ by orders of magnitude in TPS; ratios put them on one scale.
-    o.push_str(&bars(
-        r,
-        "Throughput relative to the baseline (ratio of means, 95% bootstrap CI; 1 = baseline)",
-        &|c| match &c.tps_vs_baseline {
-            Some(k) => (k.ratio, k.ratio_ci95.0, k.ratio_ci95.1),
-            None => (1.0, 1.0, 1.0),
-        },
-    ));
+    // Workloads differ 50x in TPS: one small chart each, on the ratio scale, every round shown.
+    o.push_str(&strips(r));
+    if let Some(s) = load_trace(r) {
+        o.push_str(&s);
+    }
     if let Some(s) = scaling(r) {
         o.push_str(&s);
     }
@@ -248,4 +403,23 @@ pub fn html(r: &Report) -> String {
     }));
     o.push_str("</body></html>\n");
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_ticks_are_round_and_labelled_with_enough_decimals() {
+        assert_eq!(nice_step(2.2), 2.5);
+        assert_eq!(nice_step(0.31), 0.5);
+        assert_eq!(nice_step(7.0), 10.0);
+        assert_eq!(nice_step(1.0), 1.0);
+        // 0.5-steps: 0.0, 0.5, 1.0, 1.5, 2.0 — never "2, 2, 1, 1, 0".
+        let labels: Vec<String> = (0..=4).map(|k| tick(0.5 * k as f64, 0.5)).collect();
+        assert_eq!(labels, ["0.00", "0.50", "1.00", "1.50", "2.00"]);
+        let labels: Vec<String> = (0..=4).map(|k| tick(2.5 * k as f64, 2.5)).collect();
+        assert_eq!(labels, ["0.0", "2.5", "5.0", "7.5", "10.0"]);
+        assert_eq!(tick(2000.0, 500.0), "2000");
+    }
 }

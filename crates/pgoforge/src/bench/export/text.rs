@@ -36,6 +36,9 @@ pub fn text(r: &Report) -> String {
             pct(*g)
         );
     }
+    if let Some(d) = &r.decision {
+        let _ = writeln!(o, "decision: {}", d.sentence());
+    }
     if !r.cachegrind.is_empty() {
         let t = cachegrind_table(&r.cachegrind, &r.plan.contenders[0].name);
         let _ = writeln!(

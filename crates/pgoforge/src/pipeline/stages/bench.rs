@@ -14,6 +14,7 @@ use crate::pipeline::state::inputs_hash;
 
 pub struct BenchStage {
     pub plan: Plan,
+    pub guard: bench_run::Guard,
 }
 
 impl BenchStage {
@@ -48,6 +49,7 @@ impl Stage for BenchStage {
             cx.work,
             &dir,
             true,
+            self.guard,
             &log_to(cx.reporter, &stage),
             &tick_to(cx.reporter, &stage),
         )?;

@@ -1,0 +1,241 @@
+//! The machine's load around each measured run: how much CPU everything other than the server
+//! and the client used (a build, a test suite, another benchmark), and how much the hypervisor
+//! stole. A benchmark refuses to start, or waits, while the machine is busy; a run disturbed
+//! part-way is recorded as such and the report says so.
+//!
+//! Everything comes from /proc: the machine's `cpu` line of /proc/stat (with steal) and the
+//! server's and the client's own utime+stime from /proc/PID/stat, read before and after a run.
+
+use std::fs;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+
+/// Share of the machine's CPU (0..1, all CPUs together) others may use before a run counts as
+/// disturbed: an idle VM here shows 0.5–2 %; a `make -j2` or a test suite 40–100 %.
+pub const BUSY_SHARE: f64 = 0.10;
+
+/// Clock ticks (USER_HZ) of the machine's CPUs, from the `cpu` line of /proc/stat.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MachineTicks {
+    /// Everything not idle and not iowait, steal excluded.
+    pub busy: u64,
+    pub idle: u64,
+    pub steal: u64,
+}
+
+impl MachineTicks {
+    pub fn parse(stat: &str) -> Option<MachineTicks> {
+        let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+        let v: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .map(|x| x.parse().ok())
+            .collect::<Option<_>>()?;
+        // user nice system idle iowait irq softirq steal (guest time is inside user already)
+        let at = |i: usize| v.get(i).copied().unwrap_or(0);
+        Some(MachineTicks {
+            busy: at(0) + at(1) + at(2) + at(5) + at(6),
+            idle: at(3) + at(4),
+            steal: at(7),
+        })
+    }
+
+    pub fn read() -> Option<MachineTicks> {
+        MachineTicks::parse(&fs::read_to_string("/proc/stat").ok()?)
+    }
+
+    fn total(&self) -> u64 {
+        self.busy + self.idle + self.steal
+    }
+}
+
+/// utime + stime of a process (all its threads), in clock ticks; `None` once it is gone.
+pub fn process_ticks(pid: u32) -> Option<u64> {
+    parse_process_ticks(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+fn parse_process_ticks(stat: &str) -> Option<u64> {
+    // The command name may hold spaces and parentheses: fields start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // rest[0] is field 3 (state); utime and stime are fields 14 and 15.
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+fn ticks_per_second() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+/// What the machine did during one measured run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Load {
+    /// CPU seconds the server used.
+    pub server_cpu_s: f64,
+    /// CPU seconds the client (pgoforge, the driver threads) used.
+    pub client_cpu_s: f64,
+    /// Share of all the machine's CPU time used by everything else (0..1).
+    pub other_share: f64,
+    /// Share of all the machine's CPU time stolen by the hypervisor (0..1).
+    pub steal_share: f64,
+}
+
+impl Load {
+    pub fn disturbed(&self) -> bool {
+        self.other_share > BUSY_SHARE
+    }
+}
+
+/// Readings at the start of a run.
+pub struct Meter {
+    machine: MachineTicks,
+    server: u64,
+    client: u64,
+    server_pid: u32,
+}
+
+impl Meter {
+    pub fn start(server_pid: u32) -> Option<Meter> {
+        Some(Meter {
+            machine: MachineTicks::read()?,
+            server: process_ticks(server_pid)?,
+            client: process_ticks(std::process::id())?,
+            server_pid,
+        })
+    }
+
+    /// The load since [`Meter::start`]; `None` if /proc could not be read (then nothing is
+    /// claimed either way).
+    pub fn stop(&self) -> Option<Load> {
+        let m = MachineTicks::read()?;
+        let server = process_ticks(self.server_pid)?.saturating_sub(self.server);
+        let client = process_ticks(std::process::id())?.saturating_sub(self.client);
+        Some(load_between(&self.machine, &m, server, client))
+    }
+}
+
+fn load_between(a: &MachineTicks, b: &MachineTicks, server: u64, client: u64) -> Load {
+    let hz = ticks_per_second();
+    let total = b.total().saturating_sub(a.total()).max(1) as f64;
+    let busy = b.busy.saturating_sub(a.busy);
+    let other = busy.saturating_sub(server + client) as f64;
+    Load {
+        server_cpu_s: server as f64 / hz,
+        client_cpu_s: client as f64 / hz,
+        other_share: other / total,
+        steal_share: b.steal.saturating_sub(a.steal) as f64 / total,
+    }
+}
+
+/// The share of the machine's CPU used by all processes but this one, over `window`.
+pub fn others_share(window: Duration) -> Option<f64> {
+    let a = MachineTicks::read()?;
+    let me = process_ticks(std::process::id())?;
+    std::thread::sleep(window);
+    let b = MachineTicks::read()?;
+    let me2 = process_ticks(std::process::id())?;
+    Some(load_between(&a, &b, 0, me2.saturating_sub(me)).other_share)
+}
+
+/// Waits until the machine is quiet (others below [`BUSY_SHARE`] over a few seconds), up to
+/// `patience`; then fails naming what it saw, unless `allow_busy`.
+pub fn wait_until_quiet(
+    patience: Duration,
+    allow_busy: bool,
+    log: &dyn Fn(&str),
+) -> Result<Option<f64>> {
+    let start = Instant::now();
+    let mut said = false;
+    loop {
+        let Some(share) = others_share(Duration::from_secs(3)) else {
+            return Ok(None);
+        };
+        if share <= BUSY_SHARE || allow_busy {
+            return Ok(Some(share));
+        }
+        if start.elapsed() >= patience {
+            bail!(
+                "the machine is busy: other processes use {:.0}% of its CPU (more than {:.0}%), \
+                 which distorts a benchmark (a build or a test suite alongside halves throughput \
+                 here); stop them and rerun (--resume continues a benchmark), or pass \
+                 --allow-busy to measure anyway",
+                share * 100.0,
+                BUSY_SHARE * 100.0
+            );
+        }
+        if !said {
+            log(&format!(
+                "machine busy (others use {:.0}% of the CPU); waiting up to {} s for it to calm down",
+                share * 100.0,
+                patience.as_secs()
+            ));
+            said = true;
+        }
+        std::thread::sleep(Duration::from_secs(7));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_stat_lines_parse() {
+        let t =
+            MachineTicks::parse("cpu  100 5 50 1000 20 1 2 7 0 0\ncpu0 50 2 25 500 10 0 1 3 0 0\n")
+                .unwrap();
+        assert_eq!(
+            t,
+            MachineTicks {
+                busy: 158,
+                idle: 1020,
+                steal: 7
+            }
+        );
+        // A process named with spaces and parentheses.
+        let s = "1234 (my (odd) name) S 1 2 3 4 5 6 7 8 9 10 111 222 0 0 20 0";
+        assert_eq!(parse_process_ticks(s), Some(333));
+        let a = MachineTicks {
+            busy: 0,
+            idle: 0,
+            steal: 0,
+        };
+        let b = MachineTicks {
+            busy: 150,
+            idle: 40,
+            steal: 10,
+        };
+        let l = load_between(&a, &b, 100, 20);
+        assert!((l.other_share - 0.15).abs() < 1e-9, "{l:?}");
+        assert!((l.steal_share - 0.05).abs() < 1e-9);
+        assert!(l.disturbed(), "15% > {BUSY_SHARE}");
+        assert!(!load_between(&a, &b, 130, 10).disturbed());
+    }
+
+    /// Real /proc, real work: a thread spinning in this process is "client" CPU, not "others";
+    /// a separate busy process is "others".
+    #[test]
+    fn a_busy_process_beside_the_benchmark_is_seen() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let share = others_share(Duration::from_millis(1500));
+        let _ = child.kill();
+        let _ = child.wait();
+        let share = share.expect("/proc readable");
+        let cpus = crate::server::cpu::online().max(1) as f64;
+        // One spinning process is one CPU's worth: 1/cpus of the machine (less what others
+        // on a shared machine take from it).
+        assert!(share > 0.5 / cpus, "share {share}");
+    }
+}
