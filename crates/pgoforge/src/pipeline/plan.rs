@@ -167,9 +167,9 @@ impl RunPlan {
                 bolt_ready: false,
                 ..v
             };
-            // The bolt-ready build, unBOLTed, is the plain variant (what bolt-readiness costs
-            // it: docs/bench/bolt-ready.md); with separate builds it is compared as well, as
-            // NAME-prebolt, so that cost shows in the run.
+            // The bolt-ready build, unBOLTed, is the plain variant: one build instead of two.
+            // What bolt-readiness (no hot/cold splitting, relocations kept) costs the plain
+            // binary is measured by --separate-bolt-builds, which compares it as NAME-prebolt.
             let separate = req.separate_bolt_builds && req.variants.contains(&plain);
             contenders.push(PlannedContender {
                 name: if separate {
