@@ -324,28 +324,34 @@ fn cachegrind_counts_repeat_for_one_binary_under_two_names() {
     assert!(md.contains("| oltp_read_only | same |"), "{md}");
 }
 
+/// `pgoforge bench` arguments for the smallest real benchmark: Debian's mariadbd under two names,
+/// one round of one second on 100 rows.
+fn tiny_cli_bench(work: &str, run: &std::path::Path) -> Vec<String> {
+    vec![
+        "bench".to_string(),
+        format!("--baseline=a={MARIADBD}"),
+        format!("--binary=b={MARIADBD}"),
+        "--workloads=oltp_point_select".into(),
+        "--rounds=1".into(),
+        "--time=1".into(),
+        "--warmup=0".into(),
+        "--tables=1".into(),
+        "--table-size=100".into(),
+        "--buffer-pool-mb=64".into(),
+        format!("--work-dir={work}"),
+        format!("--run={}", run.display()),
+    ]
+}
+
 #[test]
 fn a_resumed_cli_benchmark_keeps_its_seed_and_design() {
     let t = tempfile::tempdir().unwrap();
     let w = t.path().to_str().unwrap();
     let run = t.path().join("r");
     let args = |resume: bool| {
-        let mut a = vec![
-            "bench".to_string(),
-            format!("--baseline=a={MARIADBD}"),
-            format!("--binary=b={MARIADBD}"),
-            "--workloads=oltp_point_select".into(),
-            "--rounds=1".into(),
-            "--time=1".into(),
-            "--warmup=0".into(),
-            "--tables=1".into(),
-            "--table-size=100".into(),
-            "--buffer-pool-mb=64".into(),
-            // Other tests run beside this one.
-            "--allow-busy".into(),
-            format!("--work-dir={w}"),
-            format!("--run={}", run.display()),
-        ];
+        let mut a = tiny_cli_bench(w, &run);
+        // Other tests run beside this one.
+        a.push("--allow-busy".into());
         if resume {
             a.push("--resume".into());
         }
@@ -387,21 +393,9 @@ fn a_busy_machine_is_refused_unless_allowed_and_the_load_is_recorded() {
         })
         .collect();
     let args = |extra: &str| {
-        vec![
-            "bench".to_string(),
-            format!("--baseline=a={MARIADBD}"),
-            format!("--binary=b={MARIADBD}"),
-            "--workloads=oltp_point_select".into(),
-            "--rounds=1".into(),
-            "--time=1".into(),
-            "--warmup=0".into(),
-            "--tables=1".into(),
-            "--table-size=100".into(),
-            "--buffer-pool-mb=64".into(),
-            format!("--work-dir={w}"),
-            format!("--run={}", run.display()),
-            extra.to_string(),
-        ]
+        let mut a = tiny_cli_bench(w, &run);
+        a.push(extra.to_string());
+        a
     };
     let refused = args("--busy-wait=0");
     let r = common::pgoforge(&refused.iter().map(String::as_str).collect::<Vec<_>>());

@@ -43,36 +43,57 @@ fn no_lto_gcc(dir: &Path) -> Compiler {
     .unwrap()
 }
 
+/// A run of one variant on a fixture project, packaged, with a 64 MiB buffer pool.
+fn request(
+    recipe: Recipe,
+    source: PathBuf,
+    compiler: Compiler,
+    variant: &str,
+    profile: Option<PathBuf>,
+    bench: BenchSpec,
+    work: PathBuf,
+) -> RunRequest {
+    RunRequest {
+        recipe,
+        source: Some(source.to_str().unwrap().into()),
+        sha256: None,
+        compiler,
+        variants: vec![variant.parse().unwrap()],
+        profile,
+        mix: Mix::quick(),
+        bench,
+        server: ServerConfig {
+            buffer_pool_mb: 64,
+            ..ServerConfig::default()
+        },
+        bolt_flags: None,
+        work_dir: work,
+        package: true,
+        seed: None,
+        cachegrind: false,
+        separate_bolt_builds: false,
+        outside: Vec::new(),
+        // Tests share the machine (and one of them loads it on purpose).
+        guard: pgoforge::bench::run::Guard::allow_busy(),
+        auto_rounds: false,
+    }
+}
+
 #[test]
 fn a_variant_that_fails_to_build_is_named_and_nothing_half_done_is_recorded() {
     let t = tempfile::tempdir().unwrap();
     let cc = no_lto_gcc(t.path());
     let recipe = Recipe::load(fixture().join("recipe.toml").to_str().unwrap()).unwrap();
     let work = t.path().join("work");
-    let req = RunRequest {
+    let req = request(
         recipe,
-        source: Some(fixture().to_str().unwrap().into()),
-        sha256: None,
-        compiler: cc,
-        variants: vec!["lto".parse().unwrap()],
-        profile: None,
-        mix: Mix::quick(),
-        bench: tiny_bench(1),
-        server: ServerConfig {
-            buffer_pool_mb: 64,
-            ..ServerConfig::default()
-        },
-        bolt_flags: None,
-        work_dir: work.clone(),
-        package: true,
-        seed: None,
-        cachegrind: false,
-        separate_bolt_builds: false,
-        outside: Vec::new(),
-        // Tests share the machine (and this one loads it on purpose).
-        guard: pgoforge::bench::run::Guard::allow_busy(),
-        auto_rounds: false,
-    };
+        fixture(),
+        cc,
+        "lto",
+        None,
+        tiny_bench(1),
+        work.clone(),
+    );
     let plan = RunPlan::resolve(req, &Env::default()).unwrap();
     let events = Collect::default();
     let e = pipeline::run(&plan, &events).unwrap_err();
@@ -152,30 +173,15 @@ fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_
     let profile = t.path().join("gcda");
     fs::create_dir_all(&profile).unwrap();
     fs::write(profile.join("a.gcda"), b"prepared").unwrap();
-    let req = RunRequest {
-        recipe: Recipe::load(standin().join("recipe.toml").to_str().unwrap()).unwrap(),
-        source: Some(standin().to_str().unwrap().into()),
-        sha256: None,
-        compiler: Compiler::find("gcc", None).unwrap(),
-        variants: vec!["pgo".parse().unwrap()],
-        profile: Some(profile),
-        mix: Mix::quick(),
-        bench: tiny_bench(8),
-        server: ServerConfig {
-            buffer_pool_mb: 64,
-            ..ServerConfig::default()
-        },
-        bolt_flags: None,
-        work_dir: work.clone(),
-        package: true,
-        seed: None,
-        cachegrind: false,
-        separate_bolt_builds: false,
-        outside: Vec::new(),
-        // Tests share the machine (and this one loads it on purpose).
-        guard: pgoforge::bench::run::Guard::allow_busy(),
-        auto_rounds: false,
-    };
+    let req = request(
+        Recipe::load(standin().join("recipe.toml").to_str().unwrap()).unwrap(),
+        standin(),
+        Compiler::find("gcc", None).unwrap(),
+        "pgo",
+        Some(profile),
+        tiny_bench(8),
+        work.clone(),
+    );
     let plan = RunPlan::resolve(req, &Env::default()).unwrap();
     let events = Collect::default();
     let (out, report) = pipeline::run(&plan, &events).unwrap_or_else(|e| panic!("{e:#}"));
