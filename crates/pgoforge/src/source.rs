@@ -45,6 +45,12 @@ pub fn fetch(
             };
             return from_url(u, sum, &sources);
         }
+        if let Some((scheme, rest)) = u.split_once("://") {
+            if scheme == "file" {
+                bail!("--source {u}: give the path itself (--source {rest}), not a file:// URL");
+            }
+            bail!("--source {u}: only http:// and https:// URLs are fetched; download it yourself and give the tarball's path");
+        }
         let p = Path::new(u);
         if p.is_dir() {
             return from_dir(p);
@@ -241,8 +247,24 @@ fn from_url(url: &str, sha256: &str, sources: &Path) -> Result<Source> {
     if !file.is_file() || sha256_file(&file)? != sha256.to_ascii_lowercase() {
         let part = file.with_extension("part");
         run(
+            // Only http(s), redirects only to https (never file:// or another protocol), and a
+            // time limit: a stalled mirror must not hang a run for ever. The sha256 is checked
+            // after the download either way.
             Command::new("curl")
-                .args(["-fL", "--retry", "3", "-o"])
+                .args([
+                    "-fL",
+                    "--proto",
+                    "=http,https",
+                    "--proto-redir",
+                    "=https",
+                    "--connect-timeout",
+                    "30",
+                    "--max-time",
+                    "3600",
+                    "--retry",
+                    "3",
+                    "-o",
+                ])
                 .arg(&part)
                 .arg(url),
             &format!("downloading {url}"),
@@ -374,5 +396,29 @@ mod debian_cache_tests {
             cached_debian(t.path(), "mariadb", "1:10.11.18-0+deb12u2", "bookworm"),
             None
         );
+    }
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::*;
+
+    #[test]
+    fn urls_other_than_http_are_refused_with_what_to_give_instead() {
+        let t = tempfile::tempdir().unwrap();
+        let recipe = Recipe::load(crate::recipe::DEFAULT).unwrap();
+        let e = |u: &str| {
+            fetch(&recipe, Some(u), Some(&"0".repeat(64)), t.path())
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(
+            e("file:///tmp/mariadb.tar.gz").contains("--source /tmp/mariadb.tar.gz"),
+            "{}",
+            e("file:///tmp/mariadb.tar.gz")
+        );
+        assert!(e("ftp://example.org/x.tar.gz").contains("only http:// and https://"));
+        // Nothing was fetched or extracted.
+        assert_eq!(fs::read_dir(t.path().join("sources")).unwrap().count(), 0);
     }
 }
