@@ -89,7 +89,9 @@ fn installed_name(binary: &Path) -> String {
 }
 
 fn version_line(bin: &Path) -> Option<String> {
-    let out = Command::new(bin).arg("--version").output().ok()?;
+    // The copy was just written: retried while another thread's fork still holds it open.
+    let out =
+        crate::infra::runner::output_retrying_busy(Command::new(bin).arg("--version")).ok()?;
     out.status.success().then(|| {
         String::from_utf8_lossy(&out.stdout)
             .lines()

@@ -229,8 +229,52 @@ pub fn version_of(program: &Path, arg: &str) -> Option<String> {
         .map(|l| l.trim().to_string())
 }
 
+/// `cmd.output()`, retried for a few seconds while exec fails with ETXTBSY: a binary copied just
+/// before (a package, a test's copy) is "busy" for as long as any process forked meanwhile — by
+/// another thread — still holds the copy's write descriptor, until that child execs.
+pub fn output_retrying_busy(
+    cmd: &mut std::process::Command,
+) -> std::io::Result<std::process::Output> {
+    let mut tries = 0;
+    loop {
+        match cmd.output() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            r => return r,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    /// A binary still open for writing cannot be executed (ETXTBSY); once the writer closes it,
+    /// the retried run goes through — as when another thread's fork held a fresh copy open.
+    #[test]
+    fn a_binary_busy_for_a_moment_is_run_once_it_is_free() {
+        use std::io::Write;
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("true-copy");
+        let mut f = std::fs::File::create(&bin).unwrap();
+        f.write_all(&std::fs::read("/bin/true").unwrap()).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let busy = std::process::Command::new(&bin).output();
+        assert_eq!(
+            busy.unwrap_err().raw_os_error(),
+            Some(libc::ETXTBSY),
+            "open for writing: busy"
+        );
+        let closer = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            drop(f);
+        });
+        let out = output_retrying_busy(&mut std::process::Command::new(&bin)).unwrap();
+        closer.join().unwrap();
+        assert!(out.status.success());
+    }
+
     use super::*;
     use std::time::Instant;
 

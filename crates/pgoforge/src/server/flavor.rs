@@ -93,11 +93,10 @@ impl Flavor {
                 binary.display()
             );
         }
-        let out = Command::new(binary)
-            .arg("--no-defaults")
-            .arg("--version")
-            .output()
-            .with_context(|| format!("running {} --version", binary.display()))?;
+        let out = crate::infra::runner::output_retrying_busy(
+            Command::new(binary).arg("--no-defaults").arg("--version"),
+        )
+        .with_context(|| format!("running {} --version", binary.display()))?;
         let text = String::from_utf8_lossy(&out.stdout).into_owned()
             + &String::from_utf8_lossy(&out.stderr);
         Flavor::parse(&text).with_context(|| {
