@@ -50,20 +50,22 @@ fn plan(rounds: u32) -> Plan {
     }
 }
 
+/// Runs a benchmark plan; tests share the machine, so the busy-machine guard lets them measure.
+fn measure(
+    p: &Plan,
+    work: &std::path::Path,
+    dir: &std::path::Path,
+    resume: bool,
+) -> anyhow::Result<()> {
+    run::run(p, work, dir, resume, run::Guard::allow_busy(), &|_| {})
+}
+
 #[test]
 fn one_binary_under_two_names_is_no_significant_difference() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("run");
     let p = plan(4);
-    run::run(
-        &p,
-        work.path(),
-        &dir,
-        false,
-        run::Guard::allow_busy(),
-        &|_| {},
-    )
-    .unwrap();
+    measure(&p, work.path(), &dir, false).unwrap();
     let recs = read_records(&dir).unwrap();
     assert_eq!(recs.len(), 8);
     for round in 1..=4 {
@@ -152,15 +154,7 @@ fn an_interrupted_run_resumes_and_bad_input_is_refused() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("run");
     let p = plan(2);
-    run::run(
-        &p,
-        work.path(),
-        &dir,
-        false,
-        run::Guard::allow_busy(),
-        &|_| {},
-    )
-    .unwrap();
+    measure(&p, work.path(), &dir, false).unwrap();
     let results = dir.join("results.jsonl");
     let full = fs::read_to_string(&results).unwrap();
     let lines: Vec<&str> = full.lines().collect();
@@ -172,26 +166,11 @@ fn an_interrupted_run_resumes_and_bad_input_is_refused() {
     )
     .unwrap();
     // Without --resume nothing is touched.
-    let e = run::run(
-        &p,
-        work.path(),
-        &dir,
-        false,
-        run::Guard::allow_busy(),
-        &|_| {},
-    )
-    .unwrap_err()
-    .to_string();
+    let e = measure(&p, work.path(), &dir, false)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("--resume"), "{e}");
-    run::run(
-        &p,
-        work.path(),
-        &dir,
-        true,
-        run::Guard::allow_busy(),
-        &|_| {},
-    )
-    .unwrap();
+    measure(&p, work.path(), &dir, true).unwrap();
     let recs = read_records(&dir).unwrap();
     assert_eq!(recs.len(), 4, "the two missing cells ran again");
     assert_eq!(
@@ -204,29 +183,15 @@ fn an_interrupted_run_resumes_and_bad_input_is_refused() {
     // A different plan cannot resume this run.
     let mut other = p.clone();
     other.spec.seconds = 3;
-    assert!(run::run(
-        &other,
-        work.path(),
-        &dir,
-        true,
-        run::Guard::allow_busy(),
-        &|_| {}
-    )
-    .unwrap_err()
-    .to_string()
-    .contains("different plan"));
-    // A missing binary, a duplicate name.
-    let refused = |p: &Plan, dir: &str| {
-        run::run(
-            p,
-            work.path(),
-            &work.path().join(dir),
-            false,
-            run::Guard::allow_busy(),
-            &|_| {},
-        )
+    assert!(measure(&other, work.path(), &dir, true)
         .unwrap_err()
         .to_string()
+        .contains("different plan"));
+    // A missing binary, a duplicate name.
+    let refused = |p: &Plan, dir: &str| {
+        measure(p, work.path(), &work.path().join(dir), false)
+            .unwrap_err()
+            .to_string()
     };
     let mut bad = plan(1);
     bad.contenders[1].binary = PathBuf::from("/nonexistent/mariadbd");
