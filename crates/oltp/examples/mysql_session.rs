@@ -55,6 +55,7 @@ fn main() {
         password: password.clone(),
         database: None,
         connect_timeout: std::time::Duration::from_secs(5),
+        read_timeout: oltp::proto::conn::DEFAULT_READ_TIMEOUT,
     };
     let mut c = match Conn::connect(&opts) {
         Ok(c) => c,

@@ -19,6 +19,7 @@ fn main() {
         password: pw.clone(),
         database: Some("sbtest".into()),
         connect_timeout: Duration::from_secs(3),
+        read_timeout: oltp::proto::conn::DEFAULT_READ_TIMEOUT,
     };
     let mut c = Conn::connect(&opts).unwrap();
     let p = c.prepare("SELECT c FROM sbtest1 WHERE id=?").unwrap();

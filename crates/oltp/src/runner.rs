@@ -590,9 +590,12 @@ impl<'a> Worker<'a> {
         }
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; slots.len().min(256)];
         while !slots.iter().all(|s| s.finished) {
+            // Wake for the next idle slot, or for the first reply that would be overdue (a
+            // server that stalls with the socket open must not hang the run).
             let timeout = slots
                 .iter()
-                .filter_map(|s| s.idle_until)
+                .filter(|s| !s.finished)
+                .filter_map(|s| s.idle_until.or_else(|| s.conn.reply_due()))
                 .min()
                 .map_or(-1, |t| {
                     let d = t.saturating_duration_since(Instant::now());
@@ -623,10 +626,17 @@ impl<'a> Worker<'a> {
             }
             let now = Instant::now();
             for (idx, slot) in slots.iter_mut().enumerate() {
-                if slot.finished || slot.idle_until.is_none_or(|t| t > now) {
+                if slot.finished {
                     continue;
                 }
-                let st = self.advance(slot);
+                let st = match slot.idle_until {
+                    Some(t) if t <= now => self.advance(slot),
+                    Some(_) => continue,
+                    None => match slot.conn.check_overdue(now) {
+                        Ok(()) => continue,
+                        Err(e) => self.on_error(slot, e),
+                    },
+                };
                 settle(slot, idx, st)?;
             }
         }

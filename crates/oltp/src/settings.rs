@@ -158,6 +158,21 @@ pub struct ConnSettings {
     pub password: String,
     pub db: String,
     pub connect_timeout_ms: u64,
+    /// Left out of serialized settings while it has its default, so that results and keys written
+    /// before the limit existed read and hash the same.
+    #[serde(
+        default = "default_read_timeout_ms",
+        skip_serializing_if = "is_default_read_timeout"
+    )]
+    pub read_timeout_ms: u64,
+}
+
+fn default_read_timeout_ms() -> u64 {
+    crate::proto::conn::DEFAULT_READ_TIMEOUT.as_millis() as u64
+}
+
+fn is_default_read_timeout(ms: &u64) -> bool {
+    *ms == default_read_timeout_ms()
 }
 
 impl Default for ConnSettings {
@@ -170,6 +185,7 @@ impl Default for ConnSettings {
             password: String::new(),
             db: "sbtest".into(),
             connect_timeout_ms: 4000,
+            read_timeout_ms: default_read_timeout_ms(),
         }
     }
 }
@@ -207,6 +223,7 @@ impl ConnSettings {
             password: self.password.clone(),
             database: Some(self.db.clone()),
             connect_timeout: Duration::from_millis(self.connect_timeout_ms),
+            read_timeout: Duration::from_millis(self.read_timeout_ms),
         }
     }
 

@@ -14,6 +14,18 @@ fn settings(srv: &TestServer, test: TestName) -> Settings {
     s
 }
 
+/// The failure a run ended with: its FATAL message, error number and statistics so far.
+fn failure(r: Result<oltp::RunResult, RunError>) -> (String, u16, oltp::RunResult) {
+    match r {
+        Err(RunError::Failed {
+            message,
+            code,
+            partial,
+        }) => (message, code, *partial),
+        other => panic!("expected the run to fail, got {other:?}"),
+    }
+}
+
 #[test]
 fn run_before_prepare_names_the_missing_table() {
     let srv = TestServer::start().unwrap();
@@ -46,25 +58,17 @@ fn a_non_ignored_sql_error_is_fatal_with_the_statement() {
     oltp::schema::prepare(&s, &|_| {}).unwrap();
     oltp::run(&s, &mut Quiet).unwrap();
     // The same seed replays the same unique ids: the second run collides on the primary key.
-    match oltp::run(&s, &mut Quiet) {
-        Err(RunError::Failed {
-            message,
-            code,
-            partial,
-        }) => {
-            assert_eq!(code, 1062);
-            assert!(
-                message.starts_with("FATAL: mysql_drv_query() returned error 1062"),
-                "{message}"
-            );
-            assert!(
-                message.contains("for query 'INSERT INTO sbtest1 (id, k, c, pad) VALUES ("),
-                "{message}"
-            );
-            assert!(!partial.complete);
-        }
-        other => panic!("expected a fatal duplicate-key error, got {other:?}"),
-    }
+    let (message, code, partial) = failure(oltp::run(&s, &mut Quiet));
+    assert_eq!(code, 1062);
+    assert!(
+        message.starts_with("FATAL: mysql_drv_query() returned error 1062"),
+        "{message}"
+    );
+    assert!(
+        message.contains("for query 'INSERT INTO sbtest1 (id, k, c, pad) VALUES ("),
+        "{message}"
+    );
+    assert!(!partial.complete);
     assert_eq!(
         srv.count("SELECT COUNT(*) FROM sbtest.sbtest1").unwrap(),
         50
@@ -117,19 +121,11 @@ fn server_death_stops_the_run_with_statistics_so_far() {
         "the run must stop soon after the server dies"
     );
     assert!(!testsupport::process_alive(pid));
-    match result {
-        Err(RunError::Failed {
-            message,
-            code,
-            partial,
-        }) => {
-            assert!(matches!(code, 2013 | 2006), "{code}: {message}");
-            assert!(message.contains("lost connection"), "{message}");
-            assert!(partial.transactions > 0, "statistics so far are kept");
-            assert!(!partial.complete);
-        }
-        other => panic!("expected the run to fail, got {other:?}"),
-    }
+    let (message, code, partial) = failure(result);
+    assert!(matches!(code, 2013 | 2006), "{code}: {message}");
+    assert!(message.contains("lost connection"), "{message}");
+    assert!(partial.transactions > 0, "statistics so far are kept");
+    assert!(!partial.complete);
 }
 
 #[test]
@@ -157,4 +153,46 @@ fn listed_connection_errors_reconnect_and_count_reconnects() {
     );
     assert!(r.ignored_errors == 0);
     assert!(r.transactions > 100);
+}
+
+/// A server that stops answering with its sockets open (SIGSTOP: a stuck server, a frozen VM)
+/// ends the run with a timeout naming the limit, for a thread with one connection (blocking reads)
+/// and for one driving several (the epoll loop) alike.
+#[test]
+fn a_stalled_server_ends_the_run_with_a_named_timeout_not_a_hang() {
+    let srv = TestServer::start().unwrap();
+    let pid = srv.pid().unwrap() as i32;
+    oltp::schema::prepare(&settings(&srv, TestName::OltpPointSelect), &|_| {}).unwrap();
+    for client_threads in [2, 1] {
+        let mut s = settings(&srv, TestName::OltpPointSelect);
+        s.threads = 2;
+        s.client_threads = client_threads;
+        s.time_s = 60;
+        s.conn.read_timeout_ms = 1500;
+        let t0 = Instant::now();
+        let result = thread::scope(|scope| {
+            let h = scope.spawn(|| oltp::run(&s, &mut Quiet));
+            thread::sleep(Duration::from_millis(1500));
+            // SAFETY: signalling our own child server.
+            unsafe { libc::kill(pid, libc::SIGSTOP) };
+            let r = h.join().unwrap();
+            unsafe { libc::kill(pid, libc::SIGCONT) };
+            r
+        });
+        let took = t0.elapsed();
+        assert!(
+            took < Duration::from_secs(12),
+            "{client_threads} client thread(s): the run must end soon after the limit, took {took:?}"
+        );
+        let (message, code, partial) = failure(result);
+        assert_eq!(code, 2013, "{message}");
+        assert!(
+            message.contains("stalled") && message.contains("--mysql-read-timeout"),
+            "{message}"
+        );
+        assert!(message.contains("1.5s"), "{message}");
+        assert!(partial.transactions > 0, "statistics so far are kept");
+        // The server is healthy again once continued.
+        assert_eq!(srv.count("SELECT 1").unwrap(), 1);
+    }
 }

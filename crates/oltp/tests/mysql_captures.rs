@@ -10,64 +10,15 @@
 #[path = "../examples/mysql_session.rs"]
 mod mysql_session;
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::Path;
+mod support;
+
+use std::io::Write;
+use std::net::TcpListener;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use oltp::proto::{Conn, ConnectOptions, Endpoint};
-use serde::Deserialize;
-
-#[derive(Deserialize)]
-struct Capture {
-    server: String,
-    user: String,
-    password: String,
-    /// The recorded server's RSA private key (PEM), where a connection used full authentication.
-    #[serde(default)]
-    private_key: Option<String>,
-    connections: Vec<Recorded>,
-}
-
-#[derive(Deserialize)]
-struct Recorded {
-    name: String,
-    /// What the session printed live.
-    #[serde(default)]
-    lines: Vec<String>,
-    packets: Vec<Packet>,
-}
-
-#[derive(Deserialize, Clone)]
-struct Packet {
-    from: String,
-    seq: u8,
-    hex: String,
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
-
-fn load(name: &str) -> Capture {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/captures")
-        .join(name);
-    serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap()
-}
-
-fn read_packet(s: &mut TcpStream) -> std::io::Result<(u8, Vec<u8>)> {
-    let mut h = [0u8; 4];
-    s.read_exact(&mut h)?;
-    let n = h[0] as usize | (h[1] as usize) << 8 | (h[2] as usize) << 16;
-    let mut p = vec![0u8; n];
-    s.read_exact(&mut p)?;
-    Ok((h[3], p))
-}
+use support::{frame, load, read_packet, unhex, Capture, Packet, Recorded};
 
 /// Packets as (sequence number, payload).
 type Sent = Vec<(u8, Vec<u8>)>;
@@ -82,11 +33,7 @@ fn serve(packets: Vec<Packet>) -> (u16, JoinHandle<Sent>) {
         let mut got = Vec::new();
         for p in packets {
             if p.from == "server" {
-                let b = unhex(&p.hex);
-                let n = b.len();
-                let mut w = vec![n as u8, (n >> 8) as u8, (n >> 16) as u8, p.seq];
-                w.extend_from_slice(&b);
-                s.write_all(&w).unwrap();
+                s.write_all(&frame(p.seq, &unhex(&p.hex))).unwrap();
             } else {
                 match read_packet(&mut s) {
                     Ok(x) => got.push(x),
@@ -110,6 +57,7 @@ fn options(cap: &Capture, port: u16) -> ConnectOptions {
         password: cap.password.clone(),
         database: None,
         connect_timeout: Duration::from_secs(5),
+        read_timeout: oltp::proto::conn::DEFAULT_READ_TIMEOUT,
     }
 }
 

@@ -138,6 +138,7 @@ fn unreachable_server_fails_fast_naming_the_endpoint_and_os_error() {
             password: "x".into(),
             database: None,
             connect_timeout: Duration::from_secs(4),
+            read_timeout: oltp::proto::conn::DEFAULT_READ_TIMEOUT,
         })
         .err()
         .expect("connecting to nothing must fail");
@@ -163,6 +164,7 @@ fn a_silent_listener_times_out_within_the_connect_timeout() {
         password: String::new(),
         database: None,
         connect_timeout: Duration::from_secs(2),
+        read_timeout: oltp::proto::conn::DEFAULT_READ_TIMEOUT,
     })
     .err()
     .expect("no greeting must fail");

@@ -10,7 +10,7 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -84,6 +84,30 @@ pub struct ConnectOptions {
     pub database: Option<String>,
     /// Bounds connecting and the handshake, so an unreachable or hung server fails fast.
     pub connect_timeout: Duration,
+    /// Bounds every wait for a reply (or for the server to take a command) after the handshake,
+    /// so a server that stalls mid-session is an error, not a hang.
+    pub read_timeout: Duration,
+}
+
+/// Long enough for any statement pgoforge sends (a dataset's bulk load, CHECKSUM TABLE on a
+/// large table); a server silent for this long is stuck.
+pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(600);
+
+const CONNECT_TIMEOUT_SETTING: &str = "connect timeout, --mysql-connect-timeout";
+const READ_TIMEOUT_SETTING: &str = "read timeout, --mysql-read-timeout";
+
+impl ConnectOptions {
+    /// Options with the default connect (5 s) and read ([`DEFAULT_READ_TIMEOUT`]) limits.
+    pub fn new(endpoint: Endpoint, user: &str, password: &str) -> ConnectOptions {
+        ConnectOptions {
+            endpoint,
+            user: user.to_string(),
+            password: password.to_string(),
+            database: None,
+            connect_timeout: Duration::from_secs(5),
+            read_timeout: DEFAULT_READ_TIMEOUT,
+        }
+    }
 }
 
 /// A statement parameter, sent with the wire types sysbench binds (BIGINT, VARCHAR).
@@ -117,6 +141,12 @@ impl Stream {
             Stream::Tcp(s) => s.set_read_timeout(t),
         }
     }
+    fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_write_timeout(t),
+            Stream::Tcp(s) => s.set_write_timeout(t),
+        }
+    }
     fn set_nonblocking(&self, on: bool) -> io::Result<()> {
         match self {
             Stream::Unix(s) => s.set_nonblocking(on),
@@ -146,6 +176,12 @@ pub struct Conn {
     parser: ResponseParser,
     info: ServerInfo,
     nonblocking: bool,
+    /// The limit on the current wait, and what is waited for (named in the error).
+    timeout: Duration,
+    timeout_setting: &'static str,
+    waiting_for: &'static str,
+    /// When the command whose reply is awaited was sent (the event loop's stall check).
+    sent_at: Option<Instant>,
 }
 
 fn lost(endpoint: &Endpoint, source: io::Error) -> DbError {
@@ -197,21 +233,45 @@ impl Conn {
                 connection_id: 0,
             },
             nonblocking: false,
+            timeout: opts.connect_timeout,
+            timeout_setting: CONNECT_TIMEOUT_SETTING,
+            waiting_for: "the server's greeting (it accepted the connection but sent no handshake)",
+            sent_at: None,
         };
-        conn.handshake(opts).map_err(|e| match e {
-            DbError::Lost { source, .. } if source.kind() == io::ErrorKind::WouldBlock => {
-                connect_err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!(
-                        "the server accepted the connection but sent no handshake within {:?}",
-                        opts.connect_timeout
-                    ),
-                ))
-            }
-            other => other,
-        })?;
-        conn.stream.set_read_timeout(None).map_err(connect_err)?;
+        conn.handshake(opts)?;
+        conn.timeout = opts.read_timeout;
+        conn.timeout_setting = READ_TIMEOUT_SETTING;
+        conn.waiting_for = "a reply";
+        conn.stream
+            .set_read_timeout(Some(opts.read_timeout))
+            .map_err(connect_err)?;
+        conn.stream
+            .set_write_timeout(Some(opts.read_timeout))
+            .map_err(connect_err)?;
         Ok(conn)
+    }
+
+    fn timed_out(&self) -> DbError {
+        DbError::TimedOut {
+            endpoint: self.endpoint.to_string(),
+            waiting_for: self.waiting_for,
+            limit: self.timeout,
+            setting: self.timeout_setting,
+        }
+    }
+
+    /// When the reply to the command in flight is overdue (`None` when nothing is awaited).
+    pub fn reply_due(&self) -> Option<Instant> {
+        self.sent_at.map(|t| t + self.timeout)
+    }
+
+    /// The timeout error if the reply in flight is overdue at `now`: the event loop's check for a
+    /// server that stalls while the socket stays open.
+    pub fn check_overdue(&self, now: Instant) -> Result<(), DbError> {
+        match self.reply_due() {
+            Some(due) if now >= due => Err(self.timed_out()),
+            _ => Ok(()),
+        }
     }
 
     pub fn server_info(&self) -> &ServerInfo {
@@ -255,6 +315,15 @@ impl Conn {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock && self.nonblocking => {
                     return Ok(false)
+                }
+                // A blocking socket's read timeout expired.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(self.timed_out())
                 }
                 Err(e) => return Err(lost(&self.endpoint, e)),
             }
@@ -354,6 +423,7 @@ impl Conn {
         self.wbuf.extend_from_slice(plugin.as_bytes());
         self.wbuf.push(0);
         finish_packet(&mut self.wbuf, p)?;
+        self.waiting_for = "the server's answer to the login";
         self.flush()?;
 
         let mut seq = 3u8;
@@ -460,9 +530,10 @@ impl Conn {
         self.flush()
     }
 
-    /// Writes the whole output buffer, waiting for the socket if it is non-blocking and full.
+    /// Writes the whole output buffer, waiting (up to the timeout) while the socket is full.
     fn flush(&mut self) -> Result<(), DbError> {
         let mut off = 0;
+        let start = Instant::now();
         while off < self.wbuf.len() {
             match self.stream.write(&self.wbuf[off..]) {
                 Ok(0) => {
@@ -470,7 +541,21 @@ impl Conn {
                 }
                 Ok(n) => off += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    // A server that stopped reading: it is not taking the command.
+                    if start.elapsed() >= self.timeout {
+                        return Err(DbError::TimedOut {
+                            endpoint: self.endpoint.to_string(),
+                            waiting_for: "the server to take the command (it stopped reading)",
+                            limit: self.timeout,
+                            setting: self.timeout_setting,
+                        });
+                    }
                     wait_fd(self.fd(), libc::POLLOUT)
                 }
                 Err(e) => return Err(lost(&self.endpoint, e)),
@@ -489,7 +574,9 @@ impl Conn {
     /// Sends the encoded command and arms the parser for its reply.
     pub fn send(&mut self, expect: Expect) -> Result<(), DbError> {
         self.parser.reset(expect);
-        self.flush()
+        self.flush()?;
+        self.sent_at = Some(Instant::now());
+        Ok(())
     }
 
     /// Reads what has arrived; `Some` once the reply is complete. A blocking connection waits.
@@ -497,6 +584,7 @@ impl Conn {
         loop {
             if !self.rbuf.is_empty() {
                 if let Some(r) = self.parser.feed(&mut self.rbuf)? {
+                    self.sent_at = None;
                     return Ok(Some(r));
                 }
             }
@@ -520,6 +608,7 @@ impl Conn {
             if let Some(r) = self.recv()? {
                 return Ok(r);
             }
+            self.check_overdue(Instant::now())?;
             wait_fd(self.fd(), libc::POLLIN);
         }
     }

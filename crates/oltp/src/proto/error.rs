@@ -75,6 +75,15 @@ pub enum DbError {
         plugin: String,
         hint: &'static str,
     },
+    /// The server kept the connection open but sent nothing (or took nothing) for too long.
+    #[error("the server at {endpoint} stalled: nothing within {limit:?} while waiting for {waiting_for} (the {setting}); a server this slow is stuck — check its error log")]
+    TimedOut {
+        endpoint: String,
+        waiting_for: &'static str,
+        limit: std::time::Duration,
+        /// Which limit expired, as the user would change it.
+        setting: &'static str,
+    },
     #[error("protocol error: {0}")]
     Protocol(String),
 }
@@ -99,6 +108,8 @@ impl DbError {
             DbError::AccessDenied { .. } => 1045,
             DbError::UnsupportedAuth { .. } => client_code::AUTH_PLUGIN_CANNOT_LOAD,
             DbError::Protocol(_) => client_code::MALFORMED_PACKET,
+            // libmysqlclient reports an expired read timeout as a lost connection.
+            DbError::TimedOut { .. } => client_code::SERVER_LOST,
         }
     }
 
@@ -106,7 +117,10 @@ impl DbError {
     pub fn is_connection_loss(&self) -> bool {
         matches!(
             self,
-            DbError::Lost { .. } | DbError::Connect { .. } | DbError::Protocol(_)
+            DbError::Lost { .. }
+                | DbError::Connect { .. }
+                | DbError::Protocol(_)
+                | DbError::TimedOut { .. }
         )
     }
 }

@@ -15,3 +15,6 @@ pub use conn::{
 };
 pub use error::{client_code, DbError, ServerError};
 pub use response::{Expect, Outcome, Prepared, Reply};
+
+#[cfg(test)]
+mod robustness_tests;

@@ -142,15 +142,8 @@ impl ReadBuf {
             ));
         }
         if avail.len() < 4 + len {
-            // Make sure the packet can fit once it arrives.
-            if self.buf.len() - self.start < 4 + len {
-                self.buf.copy_within(self.start..self.end, 0);
-                self.end -= self.start;
-                self.start = 0;
-                if self.buf.len() < 4 + len {
-                    self.buf.resize((4 + len).next_power_of_two(), 0);
-                }
-            }
+            // The rest arrives through `spare`, which grows the buffer as bytes come: room is
+            // not reserved for the length a server merely announces.
             return Ok(None);
         }
         let seq = avail[3];

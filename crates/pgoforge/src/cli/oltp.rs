@@ -231,6 +231,13 @@ pub struct OltpArgs {
         default_value = "1213,1020,1205"
     )]
     mysql_ignore_errors: IgnoreErrors,
+    /// Seconds to wait for the server to answer the login before giving up.
+    #[arg(long = "mysql-connect-timeout", value_name = "SECONDS", default_value_t = defaults().conn.connect_timeout_ms as f64 / 1000.0, value_parser = timeout_secs)]
+    mysql_connect_timeout: f64,
+    /// Seconds a statement may go without any reply before the connection counts as lost (a
+    /// stalled server is an error, not a hang; sysbench has no such limit).
+    #[arg(long = "mysql-read-timeout", value_name = "SECONDS", default_value_t = defaults().conn.read_timeout_ms as f64 / 1000.0, value_parser = timeout_secs)]
+    mysql_read_timeout: f64,
 
     /// Write the typed result (every counter, intervals, settings, server) as JSON to FILE.
     #[arg(long, value_name = "FILE")]
@@ -302,7 +309,8 @@ impl OltpArgs {
                 user: self.mysql_user.clone(),
                 password: self.mysql_password.clone(),
                 db: self.mysql_db.clone(),
-                ..ConnSettings::default()
+                connect_timeout_ms: (self.mysql_connect_timeout * 1000.0).round() as u64,
+                read_timeout_ms: (self.mysql_read_timeout * 1000.0).round() as u64,
             },
         }
     }
@@ -389,6 +397,19 @@ fn run(s: &Settings, json: Option<&PathBuf>) -> Result<i32> {
         }
         Err(e) => Err(anyhow::Error::new(e).context(format!("running {}", s.test))),
     }
+}
+
+/// A timeout in seconds: positive, at most a day (a larger number is a typo, not a wish).
+fn timeout_secs(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !(0.001..=86_400.0).contains(&v) {
+        return Err(format!(
+            "{v} s is out of range: give 0.001 to 86400 seconds"
+        ));
+    }
+    Ok(v)
 }
 
 #[cfg(test)]

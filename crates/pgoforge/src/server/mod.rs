@@ -116,13 +116,11 @@ impl ServerState {
     }
 
     fn root_options(&self) -> ConnectOptions {
-        ConnectOptions {
-            endpoint: Endpoint::Socket(self.socket.clone()),
-            user: self.credentials.root_user.clone(),
-            password: self.credentials.root_password.clone(),
-            database: None,
-            connect_timeout: Duration::from_secs(5),
-        }
+        ConnectOptions::new(
+            Endpoint::Socket(self.socket.clone()),
+            &self.credentials.root_user,
+            &self.credentials.root_password,
+        )
     }
 
     /// A superuser connection over the socket.
