@@ -92,6 +92,9 @@ pub fn peek(
             }
             return Ok(load_cached(&tarball_dest(p, &hash, &sources)));
         }
+        if !u.contains("://") {
+            bail!("--source {u} does not exist (give a source directory, a tarball or a URL)");
+        }
         return Ok(None);
     }
     Ok(match &recipe.source {

@@ -426,13 +426,10 @@ fn check_contenders(plan: &Plan) -> Result<()> {
         if !names.insert(&c.name) {
             bail!("contender name '{}' is given twice", c.name);
         }
-        if !c.binary.is_file() {
-            bail!(
-                "contender {}: {} does not exist (build it first)",
-                c.name,
-                c.binary.display()
-            );
-        }
+        // Every one is recognised as a server before the first round: a wrong path found
+        // after an hour of rounds costs the hour.
+        crate::server::Flavor::detect(&c.binary)
+            .map_err(|e| anyhow::anyhow!("contender {}: {e:#}", c.name))?;
     }
     Ok(())
 }

@@ -37,8 +37,13 @@ impl WorkDirArgs {
 
     /// The work directory, which must exist already.
     pub fn existing(&self) -> Result<PathBuf> {
-        std::fs::canonicalize(&self.work_dir)
-            .with_context(|| format!("work dir {}", self.work_dir.display()))
+        std::fs::canonicalize(&self.work_dir).with_context(|| {
+            format!(
+                "work dir {} (it must exist: nothing has run there yet — give the --work-dir a \
+                 `pgoforge run` used)",
+                self.work_dir.display()
+            )
+        })
     }
 }
 
@@ -94,8 +99,33 @@ pub struct ServerConfigArgs {
     #[arg(long = "buffer-pool-mb", default_value_t = 2048)]
     pub buffer_pool_mb: u64,
     /// Extra my.cnf lines for every server, NAME=VALUE (repeatable).
-    #[arg(long = "set", value_name = "NAME=VALUE")]
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = server_option)]
     pub set: Vec<String>,
+}
+
+/// A `--set NAME=VALUE` server option: it becomes one my.cnf line, so the name is an option
+/// name and neither part may break the line (a newline would add lines or sections).
+pub fn server_option(s: &str) -> Result<String, String> {
+    let Some((name, value)) = s.split_once('=') else {
+        return Err(format!(
+            "'{s}' is not NAME=VALUE (e.g. --set innodb_flush_log_at_trx_commit=2)"
+        ));
+    };
+    let name_ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if !name_ok {
+        return Err(format!(
+            "'{name}' is not a server option name (letters, digits, '_', '-', '.')"
+        ));
+    }
+    if value.chars().any(|c| c.is_control()) {
+        return Err(format!(
+            "the value of {name} contains a control character (a newline would add my.cnf lines)"
+        ));
+    }
+    Ok(s.to_string())
 }
 
 impl ServerConfigArgs {
@@ -116,24 +146,24 @@ pub struct BenchSpecArgs {
     #[arg(long, value_delimiter = ',')]
     pub workloads: Vec<TestName>,
     /// Benchmark client threads, comma-separated [4].
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: Vec<u32>,
     /// Benchmark rounds; every variant runs once per round, orders balanced across rounds [as many
     /// as the exact paired test needs over the run's comparisons, at least 6: 8 for 2 variants × 3
     /// workloads, 9 for 3 × 3].
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub rounds: Option<u32>,
     /// Seconds per measured benchmark run [20; --quick 10].
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub time: Option<u64>,
     /// Seconds of warm-up before each measured run [5; --quick 3].
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=3_600))]
     pub warmup: Option<u64>,
     /// Tables of the benchmark dataset [4; --quick 2].
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub tables: Option<u32>,
     /// Rows per table of the benchmark dataset [100000; --quick 20000].
-    #[arg(long = "table-size")]
+    #[arg(long = "table-size", value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub table_size: Option<u64>,
 }
 
@@ -176,10 +206,10 @@ pub struct MixArgs {
     #[arg(long)]
     pub mix: Option<String>,
     /// Tables of the training dataset.
-    #[arg(long = "train-tables")]
+    #[arg(long = "train-tables", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub train_tables: Option<u32>,
     /// Rows per table of the training dataset.
-    #[arg(long = "train-table-size")]
+    #[arg(long = "train-table-size", value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub train_table_size: Option<u64>,
 }
 
@@ -188,7 +218,7 @@ impl MixArgs {
     pub fn mix(&self, quick: bool) -> Result<Mix, String> {
         let mut m = if quick { Mix::quick() } else { Mix::standard() };
         if let Some(spec) = &self.mix {
-            m.phases = spec.parse::<Phases>()?.0;
+            m.phases = spec.parse::<Phases>().map_err(|e| format!("--mix: {e}"))?.0;
         }
         if let Some(t) = self.train_tables {
             m.tables = t;
@@ -210,10 +240,10 @@ pub struct TrainingArgs {
     #[command(flatten)]
     pub mix: MixArgs,
     /// Same as --train-tables.
-    #[arg(long, hide = true)]
+    #[arg(long, hide = true, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub tables: Option<u32>,
     /// Same as --train-table-size.
-    #[arg(long = "table-size", hide = true)]
+    #[arg(long = "table-size", hide = true, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub table_size: Option<u64>,
     /// A short mix (about half a minute) for a first look.
     #[arg(long)]
@@ -266,6 +296,9 @@ pub fn contender(s: &str) -> Result<Contender, String> {
         .ok_or_else(|| format!("'{s}' is not NAME=PATH"))?;
     if n.is_empty() || n.contains(['/', ' ']) {
         return Err(format!("'{n}' is not a usable name (no spaces or slashes)"));
+    }
+    if p.is_empty() {
+        return Err(format!("'{s}' names no binary: give NAME=PATH to a server"));
     }
     Ok(Contender {
         name: n.into(),

@@ -94,6 +94,13 @@ pub fn main(a: BenchArgs) -> Result<i32> {
             .join("runs")
             .join(format!("bench-{}", pgoforge::infra::time::now_secs())),
     };
+    if a.resume && !dir.is_dir() {
+        anyhow::bail!(
+            "--resume: {} does not exist, so there is no benchmark to continue; give the --run \
+             of an interrupted benchmark, or drop --resume to start a new one",
+            dir.display()
+        );
+    }
     let reporter = super::reporter(a.json);
     if a.measure == Measure::Cachegrind {
         let plan = CgPlan {

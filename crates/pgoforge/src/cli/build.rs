@@ -35,6 +35,22 @@ pub struct BuildArgs {
 }
 
 pub fn main(a: BuildArgs) -> Result<i32> {
+    // Checked before anything is fetched or built.
+    if let Some(p) = &a.profile {
+        if !p.exists() {
+            anyhow::bail!(
+                "--profile {} does not exist (give the gcda directory or .profdata file that \
+                 `pgoforge train` stored)",
+                p.display()
+            );
+        }
+    } else if a.variant.needs_profile() {
+        anyhow::bail!(
+            "variant {} needs a profile: give --profile (the gcda directory or .profdata file \
+             `pgoforge train` stored), or use `pgoforge run`, which trains one",
+            a.variant
+        );
+    }
     let compiler = a.compiler.find()?;
     let recipe = a.source.recipe()?;
     let (work, _lock) = a.work.locked()?;

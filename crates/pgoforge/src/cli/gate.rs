@@ -30,7 +30,7 @@ pub struct GateArgs {
     #[command(flatten)]
     work: WorkDirArgs,
     /// Transactions of the seeded write workload.
-    #[arg(long, default_value_t = GateWorkload::default().events)]
+    #[arg(long, default_value_t = GateWorkload::default().events, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     events: u64,
     #[command(flatten)]
     server: ServerConfigArgs,

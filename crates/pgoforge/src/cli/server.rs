@@ -68,7 +68,7 @@ enum ServerCommand {
         #[arg(long = "redo-log-mb")]
         redo_log_mb: Option<u64>,
         /// Extra my.cnf lines, NAME=VALUE (repeatable).
-        #[arg(long = "set", value_name = "NAME=VALUE")]
+        #[arg(long = "set", value_name = "NAME=VALUE", value_parser = super::args::server_option)]
         set: Vec<String>,
     },
     /// Stop a server started with `server start`, cleanly.
@@ -126,11 +126,6 @@ pub fn main(args: ServerArgs) -> Result<i32> {
             }
             if let Some(v) = redo_log_mb {
                 config.redo_log_mb = v;
-            }
-            for kv in &set {
-                if !kv.contains('=') || kv.contains('\n') {
-                    super::usage_error(format!("--set takes NAME=VALUE, got '{kv}'"));
-                }
             }
             config.extra = set;
             let spec = ServerSpec {

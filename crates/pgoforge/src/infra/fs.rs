@@ -83,6 +83,21 @@ pub fn create_canonical(dir: &Path) -> Result<PathBuf> {
 }
 
 /// Lowercase hex of bytes.
+/// `path` is an existing file (a binary to run, a profile to read): a missing path or a
+/// directory gets a message naming `what` it should be and `hint`, the way to give it.
+pub fn require_file(path: &Path, what: &str, hint: &str) -> Result<()> {
+    if !path.exists() {
+        anyhow::bail!("{what} {} does not exist ({hint})", path.display());
+    }
+    if path.is_dir() {
+        anyhow::bail!(
+            "{what} {} is a directory, not a file ({hint})",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
 pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }

@@ -131,6 +131,8 @@ pub struct BoltRequest<'a> {
 /// Profiles and optimizes `binary` with BOLT; the result sits beside it as `<name>.bolt`.
 pub fn optimize(req: &BoltRequest, log: &dyn Fn(&str)) -> Result<BoltOutput> {
     let bin = req.binary;
+    // Checked first: "not bolt-ready" would send the user to rebuild what is only a wrong path.
+    crate::infra::fs::require_file(bin, "binary", "give --binary PATH to a bolt-ready server")?;
     if !is_bolt_ready(bin)? {
         bail!("{} is not bolt-ready: it has no .rela.text; build a +bolt variant (links with -Wl,--emit-relocs)", bin.display());
     }

@@ -114,10 +114,14 @@ impl FromStr for Phases {
                 };
                 let test: TestName = name.parse()?;
                 let seconds = parts.next().map_or(Ok(30), |v| {
-                    v.parse().map_err(|_| format!("bad seconds in '{p}'"))
+                    v.parse().map_err(|_| {
+                        format!("bad seconds '{v}' in '{p}' (a phase is test[@text|@ps][:seconds[:threads]])")
+                    })
                 })?;
                 let threads = parts.next().map_or(Ok(4), |v| {
-                    v.parse().map_err(|_| format!("bad threads in '{p}'"))
+                    v.parse().map_err(|_| {
+                        format!("bad threads '{v}' in '{p}' (a phase is test[@text|@ps][:seconds[:threads]])")
+                    })
                 })?;
                 if seconds == 0 || threads == 0 {
                     return Err(format!("'{p}': seconds and threads must be at least 1"));

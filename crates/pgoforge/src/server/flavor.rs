@@ -4,7 +4,7 @@ use std::fmt;
 use std::path::Path;
 use std::process::Command;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,12 +87,11 @@ impl Flavor {
 
     /// Runs `binary --version` and recognises the server.
     pub fn detect(binary: &Path) -> Result<Flavor> {
-        if !binary.exists() {
-            bail!(
-                "server binary {} does not exist (give --binary PATH to a mariadbd or mysqld)",
-                binary.display()
-            );
-        }
+        crate::infra::fs::require_file(
+            binary,
+            "server binary",
+            "give --binary PATH to a mariadbd or mysqld",
+        )?;
         let out = crate::infra::runner::output_retrying_busy(
             Command::new(binary).arg("--no-defaults").arg("--version"),
         )

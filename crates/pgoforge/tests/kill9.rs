@@ -1,0 +1,299 @@
+//! Faults survived: `pgoforge run` on the stand-in source (Debian's mariadbd copied by a real
+//! CMake build, so every stage runs for real in seconds) is killed with SIGKILL in the middle of
+//! each stage in turn — a build, the gate's servers, the benchmark's rounds, the package — and a
+//! server is killed under the benchmark; each time the same command is run again. In the end
+//! the run completes, every measured (round, contender) is recorded exactly once, the package
+//! verifies, and no process or half-written file is left behind.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+fn standin() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/standin")
+}
+
+fn start(work: &Path, profile: &Path) -> Child {
+    let recipe = standin().join("recipe.toml");
+    Command::new(env!("CARGO_BIN_EXE_pgoforge"))
+        .args(["run", "--recipe"])
+        .arg(&recipe)
+        .arg("--source")
+        .arg(standin())
+        .args(["--variants", "pgo", "--profile"])
+        .arg(profile)
+        .args([
+            "--workloads=oltp_point_select",
+            "--threads=1",
+            "--rounds=8",
+            "--time=1",
+            "--warmup=0",
+            "--tables=1",
+            "--table-size=100",
+            "--buffer-pool-mb=64",
+            "--allow-busy",
+        ])
+        .arg("--work-dir")
+        .arg(work)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running pgoforge")
+}
+
+/// Processes (not zombies) whose command line mentions `dir`.
+fn processes_mentioning(dir: &Path) -> Vec<String> {
+    let needle = dir.to_string_lossy().to_string();
+    let mut found = Vec::new();
+    for e in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmd) = fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        let zombie = fs::read_to_string(e.path().join("stat"))
+            .map(|s| s.contains(") Z "))
+            .unwrap_or(false);
+        if cmd.contains(&needle) && !zombie {
+            found.push(format!("{}: {cmd}", e.file_name().to_string_lossy()));
+        }
+    }
+    found
+}
+
+/// Waits until nothing started for `work` is alive (servers die with pgoforge; a build's make
+/// may finish its current step).
+fn settle(work: &Path) -> Vec<String> {
+    let t0 = Instant::now();
+    loop {
+        let left = processes_mentioning(work);
+        if left.is_empty() || t0.elapsed() > Duration::from_secs(20) {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Runs the command until a stderr line contains `marker`, waits `after`, then does `act`
+/// (kills pgoforge, or something it started). Returns the stderr lines seen.
+fn run_until(
+    work: &Path,
+    profile: &Path,
+    marker: &str,
+    after: impl Fn(&Path) -> bool,
+    act: impl Fn(&mut Child, &Path),
+) -> Vec<String> {
+    let mut child = start(work, profile);
+    let (tx, rx) = mpsc::channel();
+    let err = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for l in BufReader::new(err).lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let t0 = Instant::now();
+    let mut armed = false;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(l) => {
+                armed |= l.contains(marker);
+                seen.push(l);
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if armed && after(work) {
+            act(&mut child, work);
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(300),
+            "'{marker}' never came: {seen:#?}"
+        );
+    }
+    let t1 = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t1.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("pgoforge did not end within 120 s of the fault at '{marker}': {seen:#?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    seen.extend(rx.try_iter());
+    seen
+}
+
+fn sigkill(child: &mut Child, _: &Path) {
+    child.kill().unwrap();
+}
+
+/// Kills (SIGKILL) the servers pgoforge started for `work` (waiting for one to be up).
+fn kill_servers(_: &mut Child, work: &Path) {
+    let t0 = Instant::now();
+    loop {
+        let servers: Vec<i32> = processes_mentioning(work)
+            .iter()
+            .filter(|p| p.contains("mariadbd") && p.contains("--defaults-file"))
+            .map(|p| p.split(':').next().unwrap().parse().unwrap())
+            .collect();
+        if !servers.is_empty() {
+            for pid in servers {
+                // SAFETY: a plain kill of a process the test's pgoforge started.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            return;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "no server to kill");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn results(work: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for run in fs::read_dir(work.join("runs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if let Ok(t) = fs::read_to_string(run.path().join("results.jsonl")) {
+            out.extend(t.lines().map(str::to_string));
+        }
+    }
+    out
+}
+
+fn half_written(work: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![work.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            let n = e.file_name().to_string_lossy().to_string();
+            // A build tree's own files are make's business; pgoforge's are checked.
+            if e.file_type().unwrap().is_dir() {
+                if n != "build" && n != "src" {
+                    stack.push(p);
+                }
+            } else if n.contains(".tmp") || n.ends_with(".building") {
+                found.push(p.display().to_string());
+            }
+        }
+    }
+    found
+}
+
+/// What is killed (for the log), the stderr line that arms it, when to strike, and the blow.
+type Fault<'a> = (
+    &'a str,
+    &'a str,
+    Box<dyn Fn(&Path) -> bool>,
+    fn(&mut Child, &Path),
+);
+
+#[test]
+fn killed_at_every_stage_the_same_command_finishes_without_losing_or_double_counting() {
+    let t = tempfile::Builder::new().prefix("kill9-").tempdir().unwrap();
+    let work = t.path().join("work");
+    let profile = t.path().join("gcda");
+    fs::create_dir_all(&profile).unwrap();
+    fs::write(profile.join("a.gcda"), b"prepared").unwrap();
+    let always = |_: &Path| true;
+    let after_results = |n: usize| move |w: &Path| results(w).len() >= n;
+    let faults: Vec<Fault> = vec![
+        (
+            "pgoforge, building",
+            "build baseline: running",
+            Box::new(always),
+            sigkill,
+        ),
+        (
+            "pgoforge, in the gate",
+            "gate: running",
+            Box::new(always),
+            sigkill,
+        ),
+        (
+            "pgoforge, mid-benchmark",
+            "bench: running",
+            Box::new(after_results(3)),
+            sigkill,
+        ),
+        (
+            "a server, mid-benchmark",
+            "bench: running",
+            Box::new(after_results(6)),
+            kill_servers,
+        ),
+        (
+            "pgoforge, packaging",
+            "package: running",
+            Box::new(always),
+            sigkill,
+        ),
+    ];
+    let mut log = Vec::new();
+    for (what, marker, after, act) in faults {
+        let seen = run_until(&work, &profile, marker, after, act);
+        if what.starts_with("a server") {
+            // pgoforge survives its server's death and says so, with the server's log.
+            assert!(
+                seen.iter().any(|l| l.starts_with("error:")),
+                "{what}: no error reported: {seen:#?}"
+            );
+        }
+        let left = settle(&work);
+        assert!(left.is_empty(), "{what}: processes left: {left:?}");
+        let half = half_written(&work);
+        assert!(half.is_empty(), "{what}: half-written files: {half:?}");
+        let tail: Vec<&String> = seen.iter().rev().take(3).collect();
+        log.push(format!(
+            "{what}: {} results so far; last lines: {tail:?}",
+            results(&work).len()
+        ));
+        // Every result line is whole JSON (a kill never leaves a torn line that is counted).
+        for l in results(&work) {
+            assert!(
+                serde_json::from_str::<serde_json::Value>(&l).is_ok(),
+                "{what}: torn line {l}"
+            );
+        }
+    }
+    // The same command, undisturbed, finishes.
+    let mut child = start(&work, &profile);
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    let st = child.wait().unwrap();
+    assert!(st.success(), "{log:?}\n{err}");
+    let lines = results(&work);
+    let keys: BTreeSet<String> = lines
+        .iter()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            format!("{}-{}-{}", v["round"], v["contender"], v["workload"])
+        })
+        .collect();
+    assert_eq!(
+        lines.len(),
+        16,
+        "8 rounds x 2 contenders, each once: {lines:#?}"
+    );
+    assert_eq!(keys.len(), 16);
+    let out: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(work.join("run.json")).unwrap()).unwrap();
+    let pkg = &out["package"];
+    let path = PathBuf::from(pkg["path"].as_str().expect("a package"));
+    assert_eq!(
+        pgoforge::infra::fs::sha256_file(&path).unwrap(),
+        pkg["sha256"].as_str().unwrap()
+    );
+    assert!(settle(&work).is_empty());
+    assert!(half_written(&work).is_empty());
+    eprintln!("{}", log.join("\n"));
+}
