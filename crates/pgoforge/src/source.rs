@@ -113,8 +113,21 @@ fn load_cached(dir: &Path) -> Option<Source> {
 }
 
 fn save(dir: &Path, s: &Source) -> Result<()> {
-    fs::write(dir.join("source.json"), serde_json::to_string_pretty(s)?)
-        .context("writing source.json")
+    crate::infra::fs::write_json(&dir.join("source.json"), s).context("writing source.json")
+}
+
+/// Moves a checked tree into place. A tree already at `dest` has no valid source.json (else it
+/// would have been reused): an earlier extraction stopped before recording it, so it is replaced.
+fn settle_tree(top: &Path, dest: &Path) -> Result<()> {
+    if dest.exists() {
+        fs::remove_dir_all(dest).with_context(|| {
+            format!(
+                "removing {}, an unrecorded (interrupted) extraction",
+                dest.display()
+            )
+        })?;
+    }
+    fs::rename(top, dest).with_context(|| format!("moving the source tree to {}", dest.display()))
 }
 
 /// The single top-level directory an extraction produced (tarballs usually have one).
@@ -228,8 +241,7 @@ fn from_tarball(p: &Path, expected: Option<&str>, sources: &Path) -> Result<Sour
         let _ = fs::remove_dir_all(&tmp);
         return Err(e);
     }
-    fs::rename(&top, &dest)
-        .with_context(|| format!("moving the extracted tree to {}", dest.display()))?;
+    settle_tree(&top, &dest)?;
     let _ = fs::remove_dir_all(&tmp);
     let s = Source {
         dir: dest.clone(),
@@ -365,8 +377,7 @@ fn from_debian(package: &str, version: &str, suite: &str, sources: &Path) -> Res
     let top = single_top(&tmp)?;
     check_tree(&top, &format!("Debian source {package} {version}"))?;
     let dest = sources.join(format!("{base}-{upstream}-{}", &hash[..12]));
-    fs::rename(&top, &dest)
-        .with_context(|| format!("moving the source tree to {}", dest.display()))?;
+    settle_tree(&top, &dest)?;
     let _ = fs::remove_dir_all(&tmp);
     let s = Source {
         dir: dest.clone(),
@@ -423,5 +434,50 @@ mod url_tests {
         assert!(e("ftp://example.org/x.tar.gz").contains("only http:// and https://"));
         // Nothing was fetched or extracted.
         assert_eq!(fs::read_dir(t.path().join("sources")).unwrap().count(), 0);
+    }
+}
+
+#[cfg(test)]
+mod torn_record_tests {
+    use super::*;
+
+    #[test]
+    fn a_torn_or_missing_source_record_means_extract_again_not_fail_forever() {
+        let t = tempfile::tempdir().unwrap();
+        let tree = t.path().join("src-1.0");
+        fs::create_dir_all(&tree).unwrap();
+        fs::write(tree.join("CMakeLists.txt"), "project(x)\n").unwrap();
+        let tarball = t.path().join("src-1.0.tar.gz");
+        let st = Command::new("tar")
+            .arg("-czf")
+            .arg(&tarball)
+            .arg("-C")
+            .arg(t.path())
+            .arg("src-1.0")
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let sources = t.path().join("sources");
+        fs::create_dir_all(&sources).unwrap();
+        let first = from_tarball(&tarball, None, &sources).unwrap();
+        let record = first.dir.join("source.json");
+        // Killed while writing the record: a torn file; then one lost altogether.
+        for damage in ["{\"dir\": \"/x\", \"ha", ""] {
+            if damage.is_empty() {
+                fs::remove_file(&record).unwrap();
+            } else {
+                fs::write(&record, damage).unwrap();
+            }
+            let again = from_tarball(&tarball, None, &sources).unwrap();
+            assert_eq!(again, first);
+            assert!(again.dir.join("CMakeLists.txt").is_file());
+            assert_eq!(load_cached(&again.dir), Some(first.clone()));
+        }
+        // No leftovers of the extractions.
+        let names: Vec<String> = fs::read_dir(&sources)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
     }
 }
