@@ -404,6 +404,18 @@ fn long_work_dirs_get_a_private_socket_dir_and_cpus_are_pinned() {
         "the socket dir is removed with the server"
     );
     assert!(processes_using(work.path()).is_empty());
+    // Detached (`pgoforge server start`), then stopped by its state file alone
+    // (`pgoforge server stop`): the socket dir goes too.
+    let srv = Server::create(&spec(), &deep.with_file_name("detached")).unwrap();
+    let log = srv.error_log().to_path_buf();
+    let state = srv.detach();
+    let sock = state.socket.clone();
+    assert!(sock.parent().unwrap().is_dir());
+    pgoforge::server::stop_by_pid(&state, Duration::from_secs(60), &log).unwrap();
+    assert!(
+        !sock.parent().unwrap().exists(),
+        "the socket dir of a detached server is removed when it is stopped"
+    );
 }
 
 #[test]

@@ -338,7 +338,7 @@ impl Server {
             return Ok((s, None));
         }
         let d = tempfile::Builder::new()
-            .prefix("pgoforge-")
+            .prefix(SOCKET_DIR_PREFIX)
             .tempdir_in("/tmp")
             .context("creating a socket directory under /tmp")?
             .keep();
@@ -580,6 +580,28 @@ fn request_shutdown(state: &ServerState) {
 /// Stops a server this process did not start (from its state file): we cannot read its exit status,
 /// so success is "it exited on request and its log says the shutdown completed".
 pub fn stop_by_pid(state: &ServerState, timeout: Duration, error_log: &Path) -> Result<()> {
+    let r = stop_pid(state, timeout, error_log);
+    // A detached server with a long work dir had its socket in a private /tmp directory, which
+    // no handle remembers: once the server is gone, remove it here.
+    if !alive(state.pid) {
+        if let Some(d) = private_socket_dir(state) {
+            let _ = fs::remove_dir_all(d);
+        }
+    }
+    r
+}
+
+/// The private /tmp directory holding the server's socket, when it is not in the instance dir.
+fn private_socket_dir(state: &ServerState) -> Option<&Path> {
+    let d = state.socket.parent()?;
+    let name = d.file_name()?.to_string_lossy();
+    (d.parent() == Some(Path::new("/tmp"))
+        && name.starts_with(SOCKET_DIR_PREFIX)
+        && !d.starts_with(&state.instance_dir))
+    .then_some(d)
+}
+
+fn stop_pid(state: &ServerState, timeout: Duration, error_log: &Path) -> Result<()> {
     let is_ours =
         fs::read_link(format!("/proc/{}/exe", state.pid)).is_ok_and(|e| e == state.binary);
     if !alive(state.pid) || !is_ours {
@@ -611,6 +633,8 @@ pub fn stop_by_pid(state: &ServerState, timeout: Duration, error_log: &Path) -> 
     }
     Ok(())
 }
+
+const SOCKET_DIR_PREFIX: &str = "pgoforge-";
 
 fn describe(st: ExitStatus) -> String {
     match (st.code(), st.signal()) {
