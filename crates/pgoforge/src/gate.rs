@@ -46,6 +46,12 @@ pub fn checksums(
 ) -> Result<Checksums> {
     let mut spec = spec.clone();
     spec.binary = binary.to_path_buf();
+    // A gate killed mid-way leaves its scratch instance (its server died with it; the work-dir
+    // lock keeps other pgoforges out): it is the gate's own, so it is cleared, not reported.
+    if dir.exists() {
+        fs::remove_dir_all(dir)
+            .with_context(|| format!("removing {}, left by an interrupted gate", dir.display()))?;
+    }
     let result = (|| -> Result<Checksums> {
         let mut srv = Server::create(&spec, dir)?;
         let mut s = Settings::new(TestName::OltpReadWrite);

@@ -106,7 +106,9 @@ fn run_until(
                 armed |= l.contains(marker);
                 seen.push(l);
             }
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                panic!("pgoforge ended before the fault at '{marker}' could strike: {seen:#?}")
+            }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
         if armed && after(work) {
@@ -213,10 +215,17 @@ fn killed_at_every_stage_the_same_command_finishes_without_losing_or_double_coun
             Box::new(always),
             sigkill,
         ),
+        // Once a gate server has a datadir: the rerun finds its leftovers.
         (
             "pgoforge, in the gate",
             "gate: running",
-            Box::new(always),
+            Box::new(|w: &Path| {
+                fs::read_dir(w.join("gate"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|e| e.path().join("data").is_dir())
+            }),
             sigkill,
         ),
         (

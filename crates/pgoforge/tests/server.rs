@@ -435,3 +435,35 @@ fn a_server_that_does_not_stop_in_time_is_killed_and_reported() {
     assert!(!alive(pid));
     assert!(processes_using(work.path()).is_empty());
 }
+
+#[test]
+fn a_server_whose_first_setup_was_interrupted_is_refused_not_started_with_void_credentials() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("inst");
+    let mut srv = Server::create(&spec(), &dir).unwrap();
+    assert!(srv.state.accounts_ready);
+    srv.stop().unwrap();
+    drop(srv);
+    // The state a kill between the first start and the account creation leaves: the datadir is
+    // initialized, the recorded benchmark user was never created.
+    let state_path = dir.join("state.json");
+    let mut st: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&state_path).unwrap()).unwrap();
+    st["accounts_ready"] = serde_json::Value::Bool(false);
+    fs::write(&state_path, st.to_string()).unwrap();
+    let e = match Server::start(&spec(), &dir) {
+        Ok(_) => panic!("started a server whose accounts were never created"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(
+        e.contains("interrupted") && e.contains("remove the directory"),
+        "{e}"
+    );
+    assert!(processes_using(work.path()).is_empty());
+    // A state written before the field existed reads as complete.
+    st.as_object_mut().unwrap().remove("accounts_ready");
+    fs::write(&state_path, st.to_string()).unwrap();
+    let mut srv = Server::start(&spec(), &dir).unwrap();
+    assert!(srv.state.accounts_ready);
+    srv.stop().unwrap();
+}

@@ -5,6 +5,7 @@
 
 use std::fs;
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -53,6 +54,15 @@ fn run(
 ) -> Result<()> {
     let mut cmd = Command::new(binary);
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
+    // The bootstrap dies with pgoforge too, like the server.
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: die_with_parent makes only async-signal-safe calls.
+    unsafe {
+        cmd.pre_exec(move || {
+            super::die_with_parent(parent);
+            Ok(())
+        });
+    }
     cmd.arg(format!("--defaults-file={}", cnf.display()))
         .arg(format!("--datadir={}", dir.display()));
     match flavor.family {

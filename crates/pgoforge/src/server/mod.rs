@@ -93,6 +93,15 @@ pub struct ServerState {
     pub socket: PathBuf,
     pub port: u16,
     pub credentials: Credentials,
+    /// False from the first start until the accounts in `credentials` exist: a server killed
+    /// in between leaves credentials of users that were never created. (States written before
+    /// this field existed were always complete.)
+    #[serde(default = "complete")]
+    pub accounts_ready: bool,
+}
+
+fn complete() -> bool {
+    true
 }
 
 impl ServerState {
@@ -285,13 +294,14 @@ impl Server {
             },
             root_password: String::new(),
         };
-        let mut srv = Self::launch(spec, setup, creds)?;
+        let mut srv = Self::launch(spec, setup, creds, false)?;
         let mut creds = srv.state.credentials.clone();
         if mysql_like {
             creds.root_password = accounts::random_password()?;
         }
         accounts::create(&mut srv.state.root()?, &srv.state.flavor, &creds)?;
         srv.state.credentials = creds;
+        srv.state.accounts_ready = true;
         srv.state.save()?;
         Ok(srv)
     }
@@ -305,6 +315,14 @@ impl Server {
                 bail!("{} holds no initialized datadir", dir.display());
             }
             let st = ServerState::load(dir)?;
+            if !st.accounts_ready {
+                bail!(
+                    "{} was interrupted while it was first set up (its accounts were never \
+                     created, so its credentials are void); remove the directory and start a new \
+                     server there",
+                    dir.display()
+                );
+            }
             let exe = fs::read_link(format!("/proc/{}/exe", st.pid));
             if st.pid != 0 && alive(st.pid) && exe.is_ok_and(|e| e == st.binary) {
                 bail!(
@@ -317,7 +335,7 @@ impl Server {
             Ok(())
         })?;
         let creds = old.expect("set by the check").credentials;
-        Self::launch(spec, setup, creds)
+        Self::launch(spec, setup, creds, true)
     }
 
     /// Gives the benchmark user a new random password (for copies of a template).
@@ -385,7 +403,12 @@ impl Server {
         fs::write(&paths.cnf, text).with_context(|| format!("writing {}", paths.cnf.display()))
     }
 
-    fn launch(spec: &ServerSpec, setup: Setup, credentials: Credentials) -> Result<Server> {
+    fn launch(
+        spec: &ServerSpec,
+        setup: Setup,
+        credentials: Credentials,
+        accounts_ready: bool,
+    ) -> Result<Server> {
         let Setup {
             flavor,
             layout,
@@ -409,14 +432,14 @@ impl Server {
             .stderr(Stdio::null());
         let cpus = spec.cpus.clone();
         let detach = spec.detach;
+        let parent = std::process::id() as libc::pid_t;
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
                 if detach {
                     libc::setsid();
                 } else {
-                    // Dies with us: no stray server if pgoforge itself is killed.
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    die_with_parent(parent);
                 }
                 if let Some(c) = &cpus {
                     cpu::pin_current(c)?;
@@ -436,6 +459,7 @@ impl Server {
             socket,
             port,
             credentials,
+            accounts_ready,
         };
         let mut srv = Server {
             state,
@@ -635,6 +659,19 @@ fn stop_pid(state: &ServerState, timeout: Duration, error_log: &Path) -> Result<
 }
 
 const SOCKET_DIR_PREFIX: &str = "pgoforge-";
+
+/// In a child between fork and exec: be killed when pgoforge dies (no stray server if it is
+/// killed), and exit at once if it already died before the request took effect — the race
+/// PR_SET_PDEATHSIG alone leaves open. Only async-signal-safe calls.
+pub(crate) fn die_with_parent(parent: libc::pid_t) {
+    // SAFETY: prctl, getppid and _exit are async-signal-safe.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        if libc::getppid() != parent {
+            libc::_exit(1);
+        }
+    }
+}
 
 fn describe(st: ExitStatus) -> String {
     match (st.code(), st.signal()) {
