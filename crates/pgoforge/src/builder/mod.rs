@@ -426,9 +426,10 @@ fn append_line(log: &Path, line: &str) -> Result<()> {
 fn with_log_tail(e: ToolError, log: &Path, n: usize) -> anyhow::Error {
     match e {
         ToolError::Failed { what, .. } => anyhow::anyhow!(
-            "{what} failed; log {}:\n{}",
+            "{what} failed; log {}:\n{}{}",
             log.display(),
-            crate::infra::fs::tail(log, n)
+            crate::infra::fs::tail(log, n),
+            crate::infra::fs::low_space_note(log.parent().unwrap_or(log))
         ),
         other => other.into(),
     }

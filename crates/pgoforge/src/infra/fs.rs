@@ -98,6 +98,37 @@ pub fn require_file(path: &Path, what: &str, hint: &str) -> Result<()> {
     Ok(())
 }
 
+/// Bytes free for an unprivileged user on the file system holding `path`.
+pub fn free_bytes(path: &std::path::Path) -> Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())?;
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid C string and a zeroed struct for the kernel to fill.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("checking free space on {}", path.display()));
+    }
+    Ok(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// Below this, a failure writing under a directory is most likely the disk being full.
+const LOW_SPACE: u64 = 256 << 20;
+
+/// A sentence for an error message when the file system holding `path` is (nearly) full, since
+/// the tools that fail there rarely say so plainly (InnoDB: "Generic error", make: a truncated
+/// object file); empty otherwise.
+pub fn low_space_note(path: &Path) -> String {
+    match free_bytes(path) {
+        Ok(free) if free < LOW_SPACE => format!(
+            "\nThe file system holding {} has only {:.1} MiB free: a full disk is the likely \
+             cause; free space or choose another --work-dir.",
+            path.display(),
+            free as f64 / 1048576.0
+        ),
+        _ => String::new(),
+    }
+}
+
 pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }

@@ -161,19 +161,6 @@ pub fn install(c: &Check) -> Result<()> {
     Ok(())
 }
 
-/// Bytes free for an unprivileged user on the file system holding `path`.
-pub fn free_bytes(path: &std::path::Path) -> Result<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes())?;
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid C string and a zeroed struct for the kernel to fill.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return Err(std::io::Error::last_os_error())
-            .with_context(|| format!("checking free space on {}", path.display()));
-    }
-    Ok(st.f_bavail as u64 * st.f_frsize as u64)
-}
-
 /// A server build tree with debug info (MariaDB 10.11: 1.6–1.9 GiB here), with room to spare.
 pub const BYTES_PER_BUILD: u64 = 3 << 30;
 
@@ -182,7 +169,7 @@ pub fn check_space(work: &std::path::Path, builds: usize) -> Result<()> {
     if builds == 0 {
         return Ok(());
     }
-    let free = free_bytes(work)?;
+    let free = crate::infra::fs::free_bytes(work)?;
     let need = builds as u64 * BYTES_PER_BUILD + (1 << 30);
     if free < need {
         bail!(
@@ -204,7 +191,7 @@ mod tests {
     #[test]
     fn disk_space_is_checked_before_building() {
         let t = tempfile::tempdir().unwrap();
-        assert!(free_bytes(t.path()).unwrap() > 0);
+        assert!(crate::infra::fs::free_bytes(t.path()).unwrap() > 0);
         check_space(t.path(), 0).unwrap();
         let e = check_space(t.path(), 1_000_000).unwrap_err().to_string();
         assert!(

@@ -103,12 +103,13 @@ fn run(
             let wrote = writer.join().expect("bootstrap writer thread");
             if !out.status.success() || wrote.is_err() {
                 bail!(
-                    "initializing {} with {} --bootstrap failed ({}): {}\nerror log:\n{}",
+                    "initializing {} with {} --bootstrap failed ({}): {}\nerror log:\n{}{}",
                     dir.display(),
                     binary.display(),
                     out.status,
                     String::from_utf8_lossy(&out.stderr).trim(),
-                    tail(error_log, 15)
+                    tail(error_log, 15),
+                    crate::infra::fs::low_space_note(error_log.parent().unwrap_or(dir))
                 );
             }
             // As mariadb-install-db does, so the server does not ask for mariadb-upgrade.
@@ -128,12 +129,13 @@ fn run(
                 .with_context(|| format!("running {} --initialize-insecure", binary.display()))?;
             if !out.status.success() {
                 bail!(
-                    "initializing {} with {} --initialize-insecure failed ({}): {}\nerror log:\n{}",
+                    "initializing {} with {} --initialize-insecure failed ({}): {}\nerror log:\n{}{}",
                     dir.display(),
                     binary.display(),
                     out.status,
                     String::from_utf8_lossy(&out.stderr).trim(),
-                    tail(error_log, 15)
+                    tail(error_log, 15),
+                    crate::infra::fs::low_space_note(error_log.parent().unwrap_or(dir))
                 );
             }
         }
