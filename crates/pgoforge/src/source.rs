@@ -293,11 +293,13 @@ fn from_url(url: &str, sha256: &str, sources: &Path) -> Result<Source> {
 
 const DEB_SRC_FILE: &str = "/etc/apt/sources.list.d/pgoforge-deb-src.sources";
 
-/// deb-src entries for Debian's own archive, for `suite` (nothing is installed from them).
-fn ensure_deb_src(suite: &str) -> Result<()> {
+/// deb-src entries for Debian's own archive, for `suite` (nothing is installed from them), for
+/// the duration of one fetch: the returned guard puts the file back as it was, so a packager's
+/// apt configuration does not keep, say, unstable's sources after pgoforge took one package.
+fn ensure_deb_src(suite: &str) -> Result<Option<AptSourcesRestore>> {
     let current = fs::read_to_string(DEB_SRC_FILE).unwrap_or_default();
     if current.contains(&format!("Suites: {suite}")) || current.contains(&format!(" {suite}\n")) {
-        return Ok(());
+        return Ok(None);
     }
     if !crate::infra::is_root() {
         bail!(
@@ -305,7 +307,18 @@ fn ensure_deb_src(suite: &str) -> Result<()> {
              once, or add to {DEB_SRC_FILE}:\nTypes: deb-src\nURIs: http://deb.debian.org/debian\nSuites: {suite}\nComponents: main"
         );
     }
-    let mut text = current;
+    let restore = add_deb_src(Path::new(DEB_SRC_FILE), suite)?;
+    run(
+        Command::new("apt-get").args(["update", "-q"]),
+        "apt-get update (after adding deb-src entries)",
+    )?;
+    Ok(Some(restore))
+}
+
+/// Appends the deb-src stanzas for `suite` to `file`; the guard restores what was there.
+fn add_deb_src(file: &Path, suite: &str) -> Result<AptSourcesRestore> {
+    let previous = fs::read_to_string(file).ok();
+    let mut text = previous.clone().unwrap_or_default();
     let keyring = "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n";
     if suite == "bookworm" {
         text.push_str(&format!("Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm bookworm-updates\nComponents: main\n{keyring}\n"));
@@ -313,11 +326,29 @@ fn ensure_deb_src(suite: &str) -> Result<()> {
     } else {
         text.push_str(&format!("Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: {suite}\nComponents: main\n{keyring}\n"));
     }
-    fs::write(DEB_SRC_FILE, text).with_context(|| format!("writing {DEB_SRC_FILE}"))?;
-    run(
-        Command::new("apt-get").args(["update", "-q"]),
-        "apt-get update (after adding deb-src entries)",
-    )
+    let restore = AptSourcesRestore {
+        file: file.to_path_buf(),
+        previous,
+    };
+    fs::write(file, text).with_context(|| format!("writing {}", file.display()))?;
+    Ok(restore)
+}
+
+/// Puts an apt sources file back as it was before pgoforge added to it (on success and error
+/// alike). apt keeps the downloaded source lists until its next update but uses only what the
+/// sources files name.
+struct AptSourcesRestore {
+    file: PathBuf,
+    previous: Option<String>,
+}
+
+impl Drop for AptSourcesRestore {
+    fn drop(&mut self) {
+        let _ = match &self.previous {
+            Some(text) => fs::write(&self.file, text),
+            None => fs::remove_file(&self.file),
+        };
+    }
 }
 
 /// A fetched tree of exactly this package version (Debian revision included), if any.
@@ -354,7 +385,8 @@ fn from_debian(package: &str, version: &str, suite: &str, sources: &Path) -> Res
         return Ok(s);
     }
     crate::infra::tools::require("dpkg-source", "unpacking Debian source packages")?;
-    ensure_deb_src(suite)?;
+    // Held until the fetch is over, then the apt configuration is as it was.
+    let _deb_src = ensure_deb_src(suite)?;
     let tmp = sources.join(format!(".apt-source-{}", std::process::id()));
     let _ = fs::remove_dir_all(&tmp);
     fs::create_dir_all(&tmp)?;
@@ -479,5 +511,32 @@ mod torn_record_tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert_eq!(names.len(), 1, "{names:?}");
+    }
+}
+
+#[cfg(test)]
+mod deb_src_tests {
+    use super::*;
+
+    #[test]
+    fn deb_src_entries_are_removed_again_after_the_fetch() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("pgoforge-deb-src.sources");
+        {
+            let _g = add_deb_src(&file, "unstable").unwrap();
+            let text = fs::read_to_string(&file).unwrap();
+            assert!(text.contains("Types: deb-src") && text.contains("Suites: unstable"));
+        }
+        assert!(!file.exists(), "a file pgoforge created is removed");
+        // A file that was there before (the user's own entries) is restored as it was.
+        fs::write(&file, "Types: deb-src\nSuites: bookworm\n").unwrap();
+        {
+            let _g = add_deb_src(&file, "unstable").unwrap();
+            assert!(fs::read_to_string(&file).unwrap().contains("unstable"));
+        }
+        assert_eq!(
+            fs::read_to_string(&file).unwrap(),
+            "Types: deb-src\nSuites: bookworm\n"
+        );
     }
 }
