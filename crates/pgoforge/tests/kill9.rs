@@ -171,19 +171,24 @@ fn results(work: &Path) -> Vec<String> {
     out
 }
 
-fn half_written(work: &Path) -> Vec<String> {
+/// Files a write left unfinished; with `strict`, also directories named unfinished
+/// (`*.building`), which a killed run may leave and the next run clears.
+fn half_written(work: &Path, strict: bool) -> Vec<String> {
     let mut found = Vec::new();
     let mut stack = vec![work.to_path_buf()];
     while let Some(d) = stack.pop() {
         for e in fs::read_dir(&d).into_iter().flatten().flatten() {
             let p = e.path();
             let n = e.file_name().to_string_lossy().to_string();
+            if strict && n.ends_with(".building") {
+                found.push(p.display().to_string());
+            }
             // A build tree's own files are make's business; pgoforge's are checked.
             if e.file_type().unwrap().is_dir() {
                 if n != "build" && n != "src" {
                     stack.push(p);
                 }
-            } else if n.contains(".tmp") || n.ends_with(".building") {
+            } else if n.contains(".tmp") {
                 found.push(p.display().to_string());
             }
         }
@@ -229,6 +234,18 @@ fn killed_at_every_stage_the_same_command_finishes_without_losing_or_double_coun
             sigkill,
         ),
         (
+            "pgoforge, building the dataset template",
+            "preparing the dataset template",
+            Box::new(|w: &Path| {
+                fs::read_dir(w.join("datasets"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|e| e.path().join("data").is_dir())
+            }),
+            sigkill,
+        ),
+        (
             "pgoforge, mid-benchmark",
             "bench: running",
             Box::new(after_results(3)),
@@ -239,6 +256,12 @@ fn killed_at_every_stage_the_same_command_finishes_without_losing_or_double_coun
             "bench: running",
             Box::new(after_results(6)),
             kill_servers,
+        ),
+        (
+            "pgoforge, writing the report",
+            "report: running",
+            Box::new(always),
+            sigkill,
         ),
         (
             "pgoforge, packaging",
@@ -259,7 +282,7 @@ fn killed_at_every_stage_the_same_command_finishes_without_losing_or_double_coun
         }
         let left = settle(&work);
         assert!(left.is_empty(), "{what}: processes left: {left:?}");
-        let half = half_written(&work);
+        let half = half_written(&work, false);
         assert!(half.is_empty(), "{what}: half-written files: {half:?}");
         let tail: Vec<&String> = seen.iter().rev().take(3).collect();
         log.push(format!(
@@ -303,6 +326,47 @@ fn killed_at_every_stage_the_same_command_finishes_without_losing_or_double_coun
         pkg["sha256"].as_str().unwrap()
     );
     assert!(settle(&work).is_empty());
-    assert!(half_written(&work).is_empty());
+    assert!(half_written(&work, true).is_empty());
     eprintln!("{}", log.join("\n"));
+}
+
+#[test]
+fn a_server_start_killed_in_its_bootstrap_is_started_by_the_same_command() {
+    let t = tempfile::Builder::new().prefix("kill9-").tempdir().unwrap();
+    let work = t.path().join("w");
+    let w = work.to_str().unwrap();
+    let start = || {
+        Command::new(env!("CARGO_BIN_EXE_pgoforge"))
+            .args(["server", "start", "--work-dir", w])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut child = start();
+    let initializing = work.join("servers/manual/data.initializing");
+    let t0 = Instant::now();
+    while !initializing.is_dir() {
+        assert!(t0.elapsed() < Duration::from_secs(60), "no bootstrap seen");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    let _ = child.wait();
+    let left = settle(&work);
+    assert!(left.is_empty(), "the bootstrap outlived pgoforge: {left:?}");
+    // The same command: the unfinished datadir is not taken for a server's; it starts one.
+    let st = start().wait().unwrap();
+    assert!(st.success());
+    assert!(work.join("servers/manual/data/mysql").is_dir());
+    assert!(!initializing.exists());
+    let out = Command::new(env!("CARGO_BIN_EXE_pgoforge"))
+        .args(["server", "stop", "--work-dir", w])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(settle(&work).is_empty());
 }
