@@ -86,7 +86,7 @@ impl Compiler {
             "gcc" => (FlagFamily::Gcc, vec!["gcc".into()], |_| "g++".into()),
             "clang" => {
                 // Prefer the newest versioned clang; its llvm-profdata is then unambiguous.
-                let mut v: Vec<String> = (14..=22).rev().map(|n| format!("clang-{n}")).collect();
+                let mut v: Vec<String> = (14..=30).rev().map(|n| format!("clang-{n}")).collect();
                 v.push("clang".into());
                 (FlagFamily::Clang, v, |c| c.replace("clang", "clang++"))
             }
@@ -133,7 +133,9 @@ impl Compiler {
             FlagFamily::Gcc => "gcc g++".to_string(),
             FlagFamily::Clang => spec
                 .strip_prefix("clang-")
-                .map_or("clang-16 llvm-16".into(), |n| format!("clang-{n} llvm-{n}")),
+                .map_or("clang-22 llvm-22 lld-22 libclang-rt-22-dev".into(), |n| {
+                    format!("clang-{n} llvm-{n} lld-{n} libclang-rt-{n}-dev")
+                }),
         };
         bail!("compiler '{spec}' not found; install it with: apt-get install {pkg}")
     }

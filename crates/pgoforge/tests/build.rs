@@ -152,11 +152,21 @@ fn gcc_every_variant_pgo_cycle_and_cache() {
 
 #[test]
 fn clang_pgo_cycle_with_matching_profdata() {
+    // Plain `clang` is LLVM 22, the toolchain whose BOLT pgoforge uses; an older one stays
+    // usable by name.
+    clang_pgo_cycle("clang", 22);
+    clang_pgo_cycle("clang-16", 16);
+}
+
+/// Baseline, instrumented run, merge with the matching llvm-profdata, PGO+ThinLTO build with the
+/// same output, on the fixture with the clang named `spec` (LLVM `major`).
+fn clang_pgo_cycle(spec: &str, major: u32) {
     let c = ctx();
-    let clang = Compiler::find("clang-16", None).unwrap();
+    let clang = Compiler::find(spec, None).unwrap();
+    assert_eq!(clang.major, major, "{spec}: {}", clang.version);
     let profdata = clang.profdata().unwrap().to_path_buf();
     assert!(
-        profdata.to_string_lossy().contains("16"),
+        profdata.to_string_lossy().contains(&major.to_string()),
         "{}",
         profdata.display()
     );

@@ -44,6 +44,26 @@ impl Check {
     }
 }
 
+/// LLVM 22 is the clang toolchain (clang, llvm-profdata, lld and BOLT from one LLVM): plain
+/// `clang` means it; `clang-N` names another.
+pub const CLANG_MAJOR: &str = "22";
+
+fn clang_major(spec: &str) -> Option<&str> {
+    if spec == "clang" {
+        Some(CLANG_MAJOR)
+    } else {
+        spec.strip_prefix("clang-")
+    }
+}
+
+/// Libraries a compiler needs that no command stands for: clang's profile runtime
+/// (libclang_rt.profile), without which an instrumented build does not link.
+fn compiler_libraries(spec: &str) -> Vec<String> {
+    clang_major(spec)
+        .map(|n| vec![format!("libclang-rt-{n}-dev")])
+        .unwrap_or_default()
+}
+
 /// The apt packages that give a compiler named as `pgoforge build --compiler` takes it.
 fn compiler_packages(spec: &str) -> Vec<(String, String)> {
     let tool = |c: &str, p: &str| (c.to_string(), p.to_string());
@@ -56,12 +76,7 @@ fn compiler_packages(spec: &str) -> Vec<(String, String)> {
             tool(&format!("g++-{n}"), &format!("g++-{n}")),
         ];
     }
-    let major = if spec == "clang" {
-        Some("16")
-    } else {
-        spec.strip_prefix("clang-")
-    };
-    match major {
+    match clang_major(spec) {
         Some(n) => vec![
             tool(&format!("clang-{n}"), &format!("clang-{n}")),
             tool(&format!("llvm-profdata-{n}"), &format!("llvm-{n}")),
@@ -107,7 +122,11 @@ pub fn check(recipe: &Recipe, compiler: &str, bolt: bool) -> Check {
             package: BOLT_PACKAGE.into(),
         });
     }
-    for pkg in &recipe.apt_packages {
+    for pkg in recipe
+        .apt_packages
+        .iter()
+        .chain(&compiler_libraries(compiler))
+    {
         match dpkg_installed(pkg) {
             Some(true) => {}
             Some(false) => c.missing.push(Missing {
@@ -209,8 +228,11 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!(p("gcc"), ["gcc", "g++"]);
-        assert_eq!(p("clang"), ["clang-16", "llvm-16", "lld-16"]);
+        assert_eq!(p("clang"), ["clang-22", "llvm-22", "lld-22"]);
+        assert_eq!(p("clang-16"), ["clang-16", "llvm-16", "lld-16"]);
         assert_eq!(p("clang-19"), ["clang-19", "llvm-19", "lld-19"]);
+        assert_eq!(compiler_libraries("clang"), ["libclang-rt-22-dev"]);
+        assert!(compiler_libraries("gcc").is_empty());
         assert!(p("/opt/icx/bin/icx").is_empty());
     }
 
