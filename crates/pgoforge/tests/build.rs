@@ -223,6 +223,34 @@ fn clang_pgo_cycle(spec: &str, major: u32) {
         .unwrap()
         .contains(&format!("-fprofile-use={}", merged.display())));
     assert!(fs::read_to_string(&pgo.log).unwrap().contains("-flto=thin"));
+
+    // ThinLTO's cache lives in the build: a relink with nothing changed (the binary removed and
+    // the build not recorded, as after an interruption) takes every object from it.
+    let cache = pgo.build_dir.join("thinlto-cache");
+    let entries = |d: &Path| -> std::collections::BTreeSet<String> {
+        fs::read_dir(d)
+            .map(|r| {
+                r.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let first = entries(&cache);
+    assert!(!first.is_empty(), "no ThinLTO cache in {}", cache.display());
+    fs::remove_file(&pgo.binary).unwrap();
+    fs::remove_file(pgo.dir.join("build.json")).unwrap();
+    let again = make(
+        &c,
+        "pgo+lto",
+        &clang,
+        Some(&ProfileInput::Profdata(merged.clone())),
+    );
+    assert_eq!(run(&again.binary, &["all", "20000"], &[]), expected);
+    assert_eq!(
+        entries(&cache),
+        first,
+        "the relink hit the cache: no new entries"
+    );
 }
 
 #[test]

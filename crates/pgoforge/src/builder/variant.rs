@@ -211,6 +211,12 @@ pub fn flags(i: &FlagInputs) -> FlagSet {
                 s("-flto=thin"),
                 s("-fuse-ld=lld"),
                 format!("-Wl,--thinlto-jobs={}", i.link_jobs),
+                // A relink with unchanged inputs (an interrupted build resumed, a re-run
+                // make) takes its optimized objects from here instead of redoing the LTO backend.
+                format!(
+                    "-Wl,--thinlto-cache-dir={}",
+                    i.build_dir.join("thinlto-cache").display()
+                ),
             ]);
         }
     }
