@@ -283,7 +283,9 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let log = t.path().join("x.log");
         let e = run_tool(
-            Command::new("sh").args(["-c", "seq 1 30; echo boom >&2; exit 3"]),
+            // stdout and stderr are read by separate threads, so their order in the log is that
+            // of arrival: the pause puts the error line last, as a failing compiler's would be.
+            Command::new("sh").args(["-c", "seq 1 30; sleep 0.3; echo boom >&2; exit 3"]),
             "counting",
             Some(&log),
         )
