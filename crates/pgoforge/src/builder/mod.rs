@@ -144,31 +144,36 @@ pub fn plan(req: &BuildRequest) -> Result<(String, PathBuf)> {
     Ok((key, dir))
 }
 
+/// Whether `variant`, `profile` and `compiler` go together: needs no source, so `pgoforge build`
+/// checks it before fetching anything.
+pub fn check_inputs(v: Variant, profile: Option<&ProfileInput>, compiler: &Compiler) -> Result<()> {
+    match profile {
+        None if v.needs_profile() => bail!(
+            "variant {v} needs a profile: give --profile (the gcda directory or .profdata file \
+             `pgoforge train` stored), or use `pgoforge run`, which trains one"
+        ),
+        Some(_) if !v.needs_profile() => bail!("variant {v} takes no profile"),
+        Some(p) if !p.path().exists() => bail!(
+            "--profile {} does not exist (give the gcda directory or .profdata file that \
+             `pgoforge train` stored)",
+            p.path().display()
+        ),
+        Some(ProfileInput::Profdata(_)) if compiler.family != FlagFamily::Clang => bail!(
+            "a .profdata profile is for clang builds; {} needs a gcda directory",
+            compiler.label()
+        ),
+        Some(ProfileInput::GccDir(_)) if compiler.family != FlagFamily::Gcc => bail!(
+            "a gcda directory is for gcc builds; {} needs a merged .profdata",
+            compiler.label()
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// Checks the request and computes its key, directory and profile hash.
 fn locate(req: &BuildRequest) -> Result<(String, PathBuf, Option<String>)> {
     let v = req.variant;
-    if v.needs_profile() && req.profile.is_none() {
-        bail!("variant {v} needs a profile: train the pgo-gen build first (or pass --profile)");
-    }
-    if !v.needs_profile() && req.profile.is_some() {
-        bail!("variant {v} takes no profile");
-    }
-    if let Some(ProfileInput::Profdata(_)) = req.profile {
-        if req.compiler.family != FlagFamily::Clang {
-            bail!(
-                "a .profdata profile is for clang builds; {} needs a gcda directory",
-                req.compiler.label()
-            );
-        }
-    }
-    if let Some(ProfileInput::GccDir(_)) = req.profile {
-        if req.compiler.family != FlagFamily::Gcc {
-            bail!(
-                "a gcda directory is for gcc builds; {} needs a merged .profdata",
-                req.compiler.label()
-            );
-        }
-    }
+    check_inputs(v, req.profile, req.compiler)?;
     let profile_hash = req.profile.map(ProfileInput::content_hash).transpose()?;
     // The target list is left out of the key: it chooses what gets built, not how, and an
     // incremental make adds targets to a finished build (see below).

@@ -35,23 +35,10 @@ pub struct BuildArgs {
 }
 
 pub fn main(a: BuildArgs) -> Result<i32> {
-    // Checked before anything is fetched or built.
-    if let Some(p) = &a.profile {
-        if !p.exists() {
-            anyhow::bail!(
-                "--profile {} does not exist (give the gcda directory or .profdata file that \
-                 `pgoforge train` stored)",
-                p.display()
-            );
-        }
-    } else if a.variant.needs_profile() {
-        anyhow::bail!(
-            "variant {} needs a profile: give --profile (the gcda directory or .profdata file \
-             `pgoforge train` stored), or use `pgoforge run`, which trains one",
-            a.variant
-        );
-    }
     let compiler = a.compiler.find()?;
+    let profile = a.profile.clone().map(ProfileInput::from_path);
+    // Checked before anything is fetched or built.
+    builder::check_inputs(a.variant, profile.as_ref(), &compiler)?;
     let recipe = a.source.recipe()?;
     let (work, _lock) = a.work.locked()?;
     let reporter = super::reporter(a.json);
@@ -77,7 +64,6 @@ pub fn main(a: BuildArgs) -> Result<i32> {
                 work.display()
             );
         };
-        let profile = a.profile.clone().map(ProfileInput::from_path);
         let (key, dir) = builder::plan(&BuildRequest {
             recipe: &recipe,
             source: &src,
@@ -92,7 +78,6 @@ pub fn main(a: BuildArgs) -> Result<i32> {
         return Ok(0);
     }
     let src = t.run(&a.source.stage(&recipe), &cx)?;
-    let profile = a.profile.clone().map(ProfileInput::from_path);
     let stage = BuildStage {
         recipe: &recipe,
         source: &src,
