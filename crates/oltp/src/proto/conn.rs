@@ -251,10 +251,11 @@ impl Conn {
         Ok(conn)
     }
 
-    fn timed_out(&self) -> DbError {
+    /// The current limit expired while waiting for `waiting_for`.
+    fn timed_out(&self, waiting_for: &'static str) -> DbError {
         DbError::TimedOut {
             endpoint: self.endpoint.to_string(),
-            waiting_for: self.waiting_for,
+            waiting_for,
             limit: self.timeout,
             setting: self.timeout_setting,
         }
@@ -269,7 +270,7 @@ impl Conn {
     /// server that stalls while the socket stays open.
     pub fn check_overdue(&self, now: Instant) -> Result<(), DbError> {
         match self.reply_due() {
-            Some(due) if now >= due => Err(self.timed_out()),
+            Some(due) if now >= due => Err(self.timed_out(self.waiting_for)),
             _ => Ok(()),
         }
     }
@@ -323,7 +324,7 @@ impl Conn {
                         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                     ) =>
                 {
-                    return Err(self.timed_out())
+                    return Err(self.timed_out(self.waiting_for))
                 }
                 Err(e) => return Err(lost(&self.endpoint, e)),
             }
@@ -549,12 +550,9 @@ impl Conn {
                 {
                     // A server that stopped reading: it is not taking the command.
                     if start.elapsed() >= self.timeout {
-                        return Err(DbError::TimedOut {
-                            endpoint: self.endpoint.to_string(),
-                            waiting_for: "the server to take the command (it stopped reading)",
-                            limit: self.timeout,
-                            setting: self.timeout_setting,
-                        });
+                        return Err(
+                            self.timed_out("the server to take the command (it stopped reading)")
+                        );
                     }
                     wait_fd(self.fd(), libc::POLLOUT)
                 }
