@@ -5,6 +5,8 @@
 //! cause, no panic, and nothing left behind: no process, no half-written file, no file outside
 //! the work dir, nothing new under /etc/apt.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -781,39 +783,10 @@ fn copy_committed_run(d: &Path) {
 
 /// Every path under `dir` (relative), directories included.
 fn tree(dir: &Path) -> BTreeSet<PathBuf> {
-    let mut out = BTreeSet::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            out.insert(p.strip_prefix(dir).unwrap().to_path_buf());
-            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                stack.push(p);
-            }
-        }
-    }
-    out
-}
-
-/// Processes whose command line mentions `needle` (a case's directory).
-fn processes_mentioning(needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
-        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-        let zombie = std::fs::read_to_string(e.path().join("stat"))
-            .map(|s| s.contains(") Z "))
-            .unwrap_or(false);
-        if cmd.contains(needle) && !zombie {
-            found.push(format!("{}: {cmd}", e.file_name().to_string_lossy()));
-        }
-    }
-    found
+    common::paths_under(dir)
+        .into_iter()
+        .map(|p| p.strip_prefix(dir).unwrap().to_path_buf())
+        .collect()
 }
 
 /// A name that marks unfinished work.
@@ -864,7 +837,10 @@ fn run_case(c: &Case) -> Result<(), String> {
             problems.push(format!("stderr does not mention '{n}'"));
         }
     }
-    let procs = processes_mentioning(&tdir);
+    let procs: Vec<String> = common::processes_mentioning(t.path())
+        .into_iter()
+        .map(|(pid, cmd)| format!("{pid}: {cmd}"))
+        .collect();
     if !procs.is_empty() {
         problems.push(format!("processes left: {procs:?}"));
     }

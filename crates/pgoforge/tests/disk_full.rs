@@ -4,6 +4,8 @@
 //! room. Mounting needs CAP_SYS_ADMIN: where the mount is refused the test says so loudly and
 //! does not run (it cannot be faked without the kernel saying ENOSPC).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -52,20 +54,10 @@ fn fixture() -> PathBuf {
 }
 
 fn files_named(root: &Path, name: &str) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if e.file_name() == name {
-                found.push(p.clone());
-            }
-            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                stack.push(p);
-            }
-        }
-    }
-    found
+    common::paths_under(root)
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n == name))
+        .collect()
 }
 
 #[test]

@@ -5,6 +5,8 @@
 //! the run completes, every measured (round, contender) is recorded exactly once, the package
 //! verifies, and no process or half-written file is left behind.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::fs;
 use std::io::{BufRead, BufReader};
@@ -46,23 +48,12 @@ fn start(work: &Path, profile: &Path) -> Child {
         .expect("running pgoforge")
 }
 
-/// Processes (not zombies) whose command line mentions `dir`.
-fn processes_mentioning(dir: &Path) -> Vec<String> {
-    let needle = dir.to_string_lossy().to_string();
-    let mut found = Vec::new();
-    for e in fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(cmd) = fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
-        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-        let zombie = fs::read_to_string(e.path().join("stat"))
-            .map(|s| s.contains(") Z "))
-            .unwrap_or(false);
-        if cmd.contains(&needle) && !zombie {
-            found.push(format!("{}: {cmd}", e.file_name().to_string_lossy()));
-        }
-    }
-    found
+/// What is still running for `work`, as "pid: command line".
+fn processes_mentioning(work: &Path) -> Vec<String> {
+    common::processes_mentioning(work)
+        .into_iter()
+        .map(|(pid, cmd)| format!("{pid}: {cmd}"))
+        .collect()
 }
 
 /// Waits until nothing started for `work` is alive (servers die with pgoforge; a build's make
@@ -140,10 +131,10 @@ fn sigkill(child: &mut Child, _: &Path) {
 fn kill_servers(_: &mut Child, work: &Path) {
     let t0 = Instant::now();
     loop {
-        let servers: Vec<i32> = processes_mentioning(work)
-            .iter()
-            .filter(|p| p.contains("mariadbd") && p.contains("--defaults-file"))
-            .map(|p| p.split(':').next().unwrap().parse().unwrap())
+        let servers: Vec<i32> = common::processes_mentioning(work)
+            .into_iter()
+            .filter(|(_, c)| c.contains("mariadbd") && c.contains("--defaults-file"))
+            .map(|(pid, _)| pid as i32)
             .collect();
         if !servers.is_empty() {
             for pid in servers {
@@ -174,26 +165,21 @@ fn results(work: &Path) -> Vec<String> {
 /// Files a write left unfinished; with `strict`, also directories named unfinished
 /// (`*.building`), which a killed run may leave and the next run clears.
 fn half_written(work: &Path, strict: bool) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut stack = vec![work.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            let n = e.file_name().to_string_lossy().to_string();
-            if strict && n.ends_with(".building") {
-                found.push(p.display().to_string());
-            }
+    common::paths_under(work)
+        .into_iter()
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
             // A build tree's own files are make's business; pgoforge's are checked.
-            if e.file_type().unwrap().is_dir() {
-                if n != "build" && n != "src" {
-                    stack.push(p);
-                }
-            } else if n.contains(".tmp") {
-                found.push(p.display().to_string());
-            }
-        }
-    }
-    found
+            let in_tree = p
+                .strip_prefix(work)
+                .unwrap()
+                .components()
+                .any(|c| c.as_os_str() == "build" || c.as_os_str() == "src");
+            !in_tree
+                && ((strict && n.ends_with(".building")) || (p.is_file() && n.contains(".tmp")))
+        })
+        .map(|p| p.display().to_string())
+        .collect()
 }
 
 /// What is killed (for the log), the stderr line that arms it, when to strike, and the blow.

@@ -17,7 +17,7 @@ use pgoforge::profile::{
     self, check_belongs, check_gcda, check_profdata, store, Kind, Meta, Summary,
 };
 use pgoforge::recipe::Recipe;
-use pgoforge::server::{alive, ServerSpec};
+use pgoforge::server::ServerSpec;
 use pgoforge::source::{self, Source};
 use pgoforge::toolchain::{Bolt, Compiler};
 
@@ -373,17 +373,10 @@ fn socket_under(dir: &Path) -> bool {
 }
 
 fn server_pid_under(dir: &Path) -> Option<u32> {
-    let needle = dir.to_string_lossy().into_owned();
-    fs::read_dir("/proc")
-        .ok()?
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .find(|pid| {
-            alive(*pid)
-                && fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
-                    let c = String::from_utf8_lossy(&c);
-                    c.contains(&needle) && c.contains("mariadbd") && !c.contains("--bootstrap")
-                })
-        })
+    common::processes_mentioning(dir)
+        .into_iter()
+        .find(|(_, c)| c.contains("mariadbd") && !c.contains("--bootstrap"))
+        .map(|(pid, _)| pid)
 }
 
 #[test]

@@ -5,7 +5,6 @@ mod common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
 use std::time::Duration;
 
 use oltp::settings::{Settings, TestName};
@@ -21,20 +20,6 @@ fn spec() -> ServerSpec {
 }
 
 /// Live (non-zombie) processes whose command line mentions `dir`.
-fn processes_using(dir: &Path) -> Vec<u32> {
-    let needle = dir.to_string_lossy().into_owned();
-    fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| alive(*pid))
-        .filter(|pid| {
-            fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).contains(&needle))
-                .unwrap_or(false)
-        })
-        .collect()
-}
-
 fn workload(conn: oltp::settings::ConnSettings, events: u64) -> Settings {
     let mut s = Settings::new(TestName::OltpReadWrite);
     s.conn = conn;
@@ -93,7 +78,7 @@ fn init_start_oltp_and_clean_stop() {
     }
     srv.stop().unwrap();
     assert!(!alive(st.pid));
-    assert!(processes_using(work.path()).is_empty());
+    assert!(common::processes_mentioning(work.path()).is_empty());
     assert!(
         srv.log_tail(5).contains("Shutdown complete"),
         "{}",
@@ -112,7 +97,7 @@ fn init_start_oltp_and_clean_stop() {
         .unwrap();
     assert_eq!(n, "1000");
     again.stop().unwrap();
-    assert!(processes_using(work.path()).is_empty());
+    assert!(common::processes_mentioning(work.path()).is_empty());
 }
 
 #[test]
@@ -163,7 +148,7 @@ fn templates_give_identical_fresh_copies() {
         passwords[0], passwords[1],
         "each copy gets its own password"
     );
-    assert!(processes_using(work.path()).is_empty());
+    assert!(common::processes_mentioning(work.path()).is_empty());
 }
 
 #[test]
@@ -208,7 +193,7 @@ fn a_port_in_use_is_named() {
         format!("{e:#}").contains(&format!("port {port} on 127.0.0.1 is in use")),
         "{e:#}"
     );
-    assert!(processes_using(work.path()).is_empty());
+    assert!(common::processes_mentioning(work.path()).is_empty());
     assert!(!work.path().join("p/data").exists());
 }
 
@@ -224,7 +209,7 @@ fn an_unwritable_datadir_is_named() {
         msg.contains(&file.join("inst").display().to_string()) && msg.contains("Not a directory"),
         "{msg}"
     );
-    assert!(processes_using(work.path()).is_empty());
+    assert!(common::processes_mentioning(work.path()).is_empty());
 }
 
 #[test]
@@ -241,7 +226,7 @@ fn a_bad_option_fails_with_the_error_log_and_leaves_no_datadir() {
     );
     assert!(!dir.join("data").exists(), "no half-initialized datadir");
     assert!(!dir.join("data.initializing").exists());
-    assert!(processes_using(work.path()).is_empty());
+    assert!(common::processes_mentioning(work.path()).is_empty());
 
     // A good datadir started with a bad option: the crash at start-up is reported with the log.
     let good = work.path().join("good");
@@ -252,7 +237,7 @@ fn a_bad_option_fails_with_the_error_log_and_leaves_no_datadir() {
         msg.contains("exited during start-up") && msg.contains("unknown variable"),
         "{msg}"
     );
-    assert!(processes_using(work.path()).is_empty());
+    assert!(common::processes_mentioning(work.path()).is_empty());
 }
 
 #[test]
@@ -268,7 +253,7 @@ fn a_server_killed_while_running_is_an_error_on_stop() {
         msg.contains("killed by signal 9") && msg.contains("profile is not written"),
         "{msg}"
     );
-    assert!(processes_using(work.path()).is_empty());
+    assert!(common::processes_mentioning(work.path()).is_empty());
 }
 
 #[test]
@@ -279,7 +264,7 @@ fn dropping_a_handle_stops_its_server() {
         srv.state.pid
     };
     assert!(!alive(pid));
-    assert!(processes_using(work.path()).is_empty());
+    assert!(common::processes_mentioning(work.path()).is_empty());
 }
 
 #[test]
@@ -330,7 +315,7 @@ fn cli_start_status_stop() {
     let again = common::pgoforge(&["server", "stop", "--work-dir", w, "--name", "m"]);
     assert_eq!(again.code, 1);
     assert!(again.stderr.contains("is not running"), "{}", again.stderr);
-    assert!(processes_using(work.path()).is_empty());
+    assert!(common::processes_mentioning(work.path()).is_empty());
 }
 
 #[test]
@@ -364,7 +349,7 @@ fn a_server_that_dies_during_its_bootstrap_is_reported_not_a_silent_exit() {
         !left.iter().any(|n| n.starts_with("data")),
         "no datadir, finished or half-made: {left:?}"
     );
-    assert!(processes_using(work.path()).is_empty());
+    assert!(common::processes_mentioning(work.path()).is_empty());
 }
 
 #[test]
@@ -403,7 +388,7 @@ fn long_work_dirs_get_a_private_socket_dir_and_cpus_are_pinned() {
         !sock.parent().unwrap().exists(),
         "the socket dir is removed with the server"
     );
-    assert!(processes_using(work.path()).is_empty());
+    assert!(common::processes_mentioning(work.path()).is_empty());
     // Detached (`pgoforge server start`), then stopped by its state file alone
     // (`pgoforge server stop`): the socket dir goes too.
     let srv = Server::create(&spec(), &deep.with_file_name("detached")).unwrap();
@@ -433,7 +418,7 @@ fn a_server_that_does_not_stop_in_time_is_killed_and_reported() {
         "{msg}"
     );
     assert!(!alive(pid));
-    assert!(processes_using(work.path()).is_empty());
+    assert!(common::processes_mentioning(work.path()).is_empty());
 }
 
 #[test]
@@ -459,7 +444,7 @@ fn a_server_whose_first_setup_was_interrupted_is_refused_not_started_with_void_c
         e.contains("interrupted") && e.contains("remove the directory"),
         "{e}"
     );
-    assert!(processes_using(work.path()).is_empty());
+    assert!(common::processes_mentioning(work.path()).is_empty());
     // A state written before the field existed reads as complete.
     st.as_object_mut().unwrap().remove("accounts_ready");
     fs::write(&state_path, st.to_string()).unwrap();

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+use std::fs;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -65,4 +67,35 @@ pub fn field(report: &str, label: &str) -> u64 {
         .next()
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no number in '{line}'"))
+}
+
+/// Live (not zombie) processes whose command line mentions `dir`: pid and command line.
+pub fn processes_mentioning(dir: &Path) -> Vec<(u32, String)> {
+    let needle = dir.to_string_lossy();
+    fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| pgoforge::server::alive(*pid))
+        .filter_map(|pid| {
+            let cmd = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            cmd.contains(&*needle).then_some((pid, cmd))
+        })
+        .collect()
+}
+
+/// Every path under `root`, directories included.
+pub fn paths_under(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(p.clone());
+            }
+            out.push(p);
+        }
+    }
+    out
 }
