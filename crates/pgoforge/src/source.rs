@@ -29,6 +29,35 @@ fn run(cmd: &mut Command, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// What a user's `--source` names.
+enum UserSource<'a> {
+    Url(&'a str),
+    Dir(&'a Path),
+    Tarball(&'a Path),
+}
+
+/// Classifies `--source`, refusing what pgoforge does not fetch (URLs other than http(s)) or
+/// cannot find.
+fn user_source(u: &str) -> Result<UserSource<'_>> {
+    if u.starts_with("http://") || u.starts_with("https://") {
+        return Ok(UserSource::Url(u));
+    }
+    if let Some((scheme, rest)) = u.split_once("://") {
+        if scheme == "file" {
+            bail!("--source {u}: give the path itself (--source {rest}), not a file:// URL");
+        }
+        bail!("--source {u}: only http:// and https:// URLs are fetched; download it yourself and give the tarball's path");
+    }
+    let p = Path::new(u);
+    if p.is_dir() {
+        Ok(UserSource::Dir(p))
+    } else if p.is_file() {
+        Ok(UserSource::Tarball(p))
+    } else {
+        bail!("--source {u} does not exist (give a source directory, a tarball or a URL)")
+    }
+}
+
 /// Resolves the source for `recipe`, or the user's `--source` (a directory, tarball or URL).
 pub fn fetch(
     recipe: &Recipe,
@@ -39,26 +68,16 @@ pub fn fetch(
     let sources = work_dir.join("sources");
     fs::create_dir_all(&sources).with_context(|| format!("creating {}", sources.display()))?;
     if let Some(u) = user {
-        if u.starts_with("http://") || u.starts_with("https://") {
-            let Some(sum) = sha256 else {
-                bail!("--source {u} is a URL: give its --sha256 too, so that what is built is what you meant");
-            };
-            return from_url(u, sum, &sources);
-        }
-        if let Some((scheme, rest)) = u.split_once("://") {
-            if scheme == "file" {
-                bail!("--source {u}: give the path itself (--source {rest}), not a file:// URL");
+        return match user_source(u)? {
+            UserSource::Url(u) => {
+                let Some(sum) = sha256 else {
+                    bail!("--source {u} is a URL: give its --sha256 too, so that what is built is what you meant");
+                };
+                from_url(u, sum, &sources)
             }
-            bail!("--source {u}: only http:// and https:// URLs are fetched; download it yourself and give the tarball's path");
-        }
-        let p = Path::new(u);
-        if p.is_dir() {
-            return from_dir(p);
-        }
-        if p.is_file() {
-            return from_tarball(p, sha256, &sources);
-        }
-        bail!("--source {u} does not exist (give a source directory, a tarball or a URL)");
+            UserSource::Dir(p) => from_dir(p),
+            UserSource::Tarball(p) => from_tarball(p, sha256, &sources),
+        };
     }
     match &recipe.source {
         SourceSpec::Debian {
@@ -81,21 +100,17 @@ pub fn peek(
 ) -> Result<Option<Source>> {
     let sources = work_dir.join("sources");
     if let Some(u) = user {
-        let p = Path::new(u);
-        if p.is_dir() {
-            return from_dir(p).map(Some);
-        }
-        if p.is_file() {
-            let hash = sha256_file(p)?;
-            if sha256.is_some_and(|e| !e.eq_ignore_ascii_case(&hash)) {
-                bail!("{} has sha256 {hash}, not the expected one", p.display());
+        return match user_source(u)? {
+            UserSource::Dir(p) => from_dir(p).map(Some),
+            UserSource::Tarball(p) => {
+                let hash = sha256_file(p)?;
+                if sha256.is_some_and(|e| !e.eq_ignore_ascii_case(&hash)) {
+                    bail!("{} has sha256 {hash}, not the expected one", p.display());
+                }
+                Ok(load_cached(&tarball_dest(p, &hash, &sources)))
             }
-            return Ok(load_cached(&tarball_dest(p, &hash, &sources)));
-        }
-        if !u.contains("://") {
-            bail!("--source {u} does not exist (give a source directory, a tarball or a URL)");
-        }
-        return Ok(None);
+            UserSource::Url(_) => Ok(None),
+        };
     }
     Ok(match &recipe.source {
         SourceSpec::Debian {
