@@ -67,6 +67,130 @@ pub fn t975(df: usize) -> f64 {
     }
 }
 
+/// ln Γ(x) for x > 0 (Lanczos, g = 7, 9 terms; about 15 significant digits).
+fn ln_gamma(x: f64) -> f64 {
+    const C: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        let pi = std::f64::consts::PI;
+        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let t = x + 7.5;
+    let a = C[0] + (1..9).map(|i| C[i] / (x + i as f64)).sum::<f64>();
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+}
+
+/// The regularized incomplete beta function I_x(a, b), by its continued fraction (Lentz).
+fn incomplete_beta(x: f64, a: f64, b: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    // The fraction converges fast for x below the mean; use the symmetry above it.
+    if x > (a + 1.0) / (a + b + 2.0) {
+        return 1.0 - incomplete_beta(1.0 - x, b, a);
+    }
+    let front =
+        (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp() / a;
+    let tiny = 1e-300;
+    let (mut c, mut d) = (1.0, 1.0 - (a + b) * x / (a + 1.0));
+    d = 1.0 / if d.abs() < tiny { tiny } else { d };
+    let mut f = d;
+    for m in 1..300 {
+        let m = m as f64;
+        for num in [
+            m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0)),
+        ] {
+            d = 1.0 + num * d;
+            d = 1.0 / if d.abs() < tiny { tiny } else { d };
+            c = 1.0 + num / c;
+            if c.abs() < tiny {
+                c = tiny;
+            }
+            f *= c * d;
+        }
+        if (c * d - 1.0).abs() < 1e-15 {
+            break;
+        }
+    }
+    front * f
+}
+
+/// P(T ≤ t) for Student's t with `df` degrees of freedom.
+pub fn t_cdf(t: f64, df: f64) -> f64 {
+    let tail = 0.5 * incomplete_beta(df / (df + t * t), df / 2.0, 0.5);
+    if t >= 0.0 {
+        1.0 - tail
+    } else {
+        tail
+    }
+}
+
+/// The `p` quantile of Student's t with `df` degrees of freedom (bisection on [`t_cdf`]), for
+/// the arbitrary levels a Holm-corrected power calculation needs (the table in [`t975`] has one).
+pub fn t_quantile(p: f64, df: usize) -> f64 {
+    if df == 0 || !(0.0..1.0).contains(&p) || p == 0.0 {
+        return f64::NAN;
+    }
+    let (mut lo, mut hi) = (-1e4, 1e4);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if t_cdf(mid, df as f64) < p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// The smallest true change (as a ratio above 1) that `n` paired rounds detect with 80 % power,
+/// two-sided at 5 % over `comparisons` claims (Holm's strictest step, 0.05 / comparisons), when
+/// the per-round log-ratios scatter with standard deviation `sd`: (t₁₋α/2 + t₀.₈) · sd / √n on the
+/// log scale. Infinite when the exact test cannot reach that level at all with `n` rounds.
+pub fn min_detectable_ratio(sd: f64, n: usize, comparisons: usize) -> f64 {
+    let alpha = 0.05 / comparisons.max(1) as f64;
+    if n < 2 || min_sign_flip_p(n) > alpha {
+        return f64::INFINITY;
+    }
+    let df = n - 1;
+    let k = t_quantile(1.0 - alpha / 2.0, df) + t_quantile(0.8, df);
+    (k * sd / (n as f64).sqrt()).exp()
+}
+
+/// The fewest paired rounds that detect `ratio` (e.g. 1.02) per [`min_detectable_ratio`], up to
+/// `max`; `None` beyond it.
+pub fn rounds_to_detect(ratio: f64, sd: f64, comparisons: usize, max: usize) -> Option<usize> {
+    // The detectable ratio falls as rounds grow: bisect instead of trying thousands.
+    let ok = |n: usize| min_detectable_ratio(sd, n, comparisons) <= ratio;
+    if max < 2 || !ok(max) {
+        return None;
+    }
+    let (mut lo, mut hi) = (1, max);
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if ok(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi)
+}
+
 pub fn describe(x: &[f64]) -> Describe {
     let m = mean(x);
     let sd = stddev(x);
@@ -318,6 +442,31 @@ mod tests {
         // t(3) = 3.182: half width 3.182 * 1.291 / 2 = 2.054
         assert!((d.ci95.1 - 4.554).abs() < 1e-2, "{:?}", d.ci95);
         assert_eq!(median(&[5.0, 1.0, 3.0]), 3.0);
+    }
+
+    #[test]
+    fn t_distribution_known_answers() {
+        // The table's values, and textbook quantiles at other levels.
+        for df in [1usize, 2, 4, 5, 9, 20, 30] {
+            let q = t_quantile(0.975, df);
+            assert!((q - t975(df)).abs() < 2e-3, "df {df}: {q} vs {}", t975(df));
+        }
+        assert!((t_quantile(0.8, 5) - 0.9195).abs() < 1e-3);
+        assert!((t_quantile(0.995, 8) - 3.3554).abs() < 1e-3);
+        assert!((t_cdf(0.0, 7.0) - 0.5).abs() < 1e-12);
+        assert!((t_cdf(-2.015, 5.0) - 0.05).abs() < 1e-3);
+        // Power: sd 2 % at 10 rounds, one comparison: (2.262 + 0.883) * 0.02 / sqrt(10) = 1.99 %.
+        let m = min_detectable_ratio(0.02, 10, 1);
+        assert!((m - 1.0201).abs() < 5e-4, "{m}");
+        // More claims need more: 5 rounds cannot pass 0.05 / 9 at all.
+        assert!(min_detectable_ratio(0.02, 5, 9).is_infinite());
+        assert!(min_detectable_ratio(0.02, 12, 9) > min_detectable_ratio(0.02, 12, 1));
+        // exp(0.0199) = 1.0201 is just above 1.02 at 10 rounds: 11 are needed.
+        assert_eq!(rounds_to_detect(1.02, 0.02, 1, 100), Some(11));
+        assert_eq!(rounds_to_detect(1.02, 0.5, 1, 50), None);
+        // A noisy VM's floor: sd 11 % needs about ((1.96 + 0.84) · 0.11 / ln 1.02)² ≈ 242 rounds.
+        let n = rounds_to_detect(1.02, 0.11, 1, 5000).unwrap();
+        assert!((240..=250).contains(&n), "{n}");
     }
 
     #[test]
