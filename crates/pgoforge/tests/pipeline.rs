@@ -146,6 +146,7 @@ fn tiny_bench(rounds: u32) -> BenchSpec {
         warmup_seconds: 0,
         tables: 1,
         table_size: 100,
+        ..BenchSpec::standard()
     }
 }
 

@@ -2,7 +2,8 @@
 //!
 //! Every round starts each contender from a fresh copy of one prepared datadir template, runs a
 //! warm-up and then each cell, in a new random contender order per round, so that drift hits all
-//! alike. Each measured run's full driver result is appended to results.jsonl as soon as it ends;
+//! alike; with a target interval width ([`super::adaptive`]) rounds are added until it is met.
+//! Each measured run's full driver result is appended to results.jsonl as soon as it ends;
 //! an interrupted benchmark keeps what finished and `resume` continues it.
 
 use std::collections::HashSet;
@@ -315,15 +316,23 @@ pub fn run_with_progress(
 ) -> Result<()> {
     check_contenders(plan)?;
     open_run_dir(plan, dir, resume)?;
+    let floor = super::calibrate::path(work_dir);
+    let copy = super::calibrate::run_copy(dir);
+    if floor.is_file() && !copy.exists() && read_records(dir)?.is_empty() {
+        // The floor in force when this benchmark ran judges its report, not a later one.
+        fs::copy(&floor, &copy)
+            .with_context(|| format!("copying {} into {}", floor.display(), dir.display()))?;
+    }
     drop_torn_tail(&results_path(dir))?;
     let done: HashSet<(u32, String, TestName, u32)> = read_records(dir)?
         .into_iter()
         .map(|r| (r.round, r.contender, r.workload, r.threads))
         .collect();
-    let total = plan.spec.rounds as u64
-        * plan.contenders.len() as u64
+    let per_round = plan.contenders.len() as u64
         * plan.spec.workloads.len() as u64
         * plan.spec.threads.len() as u64;
+    let rounds_recorded = done.iter().map(|d| d.0).max().unwrap_or(0);
+    let mut total = per_round * plan.spec.rounds.max(rounds_recorded) as u64;
     let mut measured = done.len() as u64;
     tick(measured, total);
     let (server_cpus, client_cpus) = match (plan.pin, cpu::split()) {
@@ -341,7 +350,30 @@ pub fn run_with_progress(
         .create(true)
         .append(true)
         .open(results_path(dir))?;
-    for round in 1..=plan.spec.rounds {
+    let started = std::time::Instant::now();
+    let mut rounds_here = 0u32;
+    for round in 1.. {
+        let any_done = done.iter().any(|d| d.0 == round);
+        if round > plan.spec.rounds && !any_done {
+            // Between complete rounds only: a round begun is always finished.
+            let series = tps_series(plan, &read_records(dir)?);
+            match super::adaptive::next(
+                &plan.spec,
+                &series,
+                round - 1,
+                started.elapsed(),
+                rounds_here,
+            ) {
+                super::adaptive::Next::Stop(why) => {
+                    log(&format!("benchmark done: {why}"));
+                    break;
+                }
+                super::adaptive::Next::Another => {
+                    total = total.max(per_round * round as u64);
+                    tick(measured, total);
+                }
+            }
+        }
         let all_done = plan.contenders.iter().all(|c| {
             plan.spec.workloads.iter().all(|&w| {
                 plan.spec
@@ -412,8 +444,39 @@ pub fn run_with_progress(
             srv.stop().with_context(|| format!("stopping {}", c.name))?;
             let _ = fs::remove_dir_all(&inst);
         }
+        if !all_done {
+            rounds_here += 1;
+        }
     }
     Ok(())
+}
+
+/// Every comparison the plan makes, with the throughput recorded so far.
+fn tps_series(plan: &Plan, records: &[Record]) -> Vec<super::adaptive::Series> {
+    let tps = |name: &str, w: TestName, t: u32| -> Vec<(u32, f64)> {
+        records
+            .iter()
+            .filter(|r| r.contender == name && r.workload == w && r.threads == t)
+            .map(|r| (r.round, r.result.tps()))
+            .collect()
+    };
+    let mut out = Vec::new();
+    for c in &plan.contenders {
+        let base = plan.baseline_for(c);
+        if base.name == c.name {
+            continue;
+        }
+        for &w in &plan.spec.workloads {
+            for &t in &plan.spec.threads {
+                out.push(super::adaptive::Series {
+                    label: format!("{} {w} {t} thr", c.name),
+                    baseline: tps(&base.name, w, t),
+                    contender: tps(&c.name, w, t),
+                });
+            }
+        }
+    }
+    out
 }
 
 /// A baseline and at least one other, each named once, each binary present.
@@ -567,6 +630,7 @@ mod tests {
                 warmup_seconds: 0,
                 tables: 1,
                 table_size: 10,
+                ..BenchSpec::standard()
             },
             config: ServerConfig::default(),
             pin: false,

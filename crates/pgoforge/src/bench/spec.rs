@@ -17,6 +17,17 @@ pub struct BenchSpec {
     pub warmup_seconds: u64,
     pub tables: u32,
     pub table_size: u64,
+    /// Adaptive rounds: after `rounds`, keep adding rounds until every cell's 95 % interval is
+    /// within ± this many percent ([`super::adaptive`]). Absent from plans without it, so their
+    /// hash (and run directory) stays.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_ci_pct: Option<f64>,
+    /// The most rounds adaptive rounds may reach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rounds: Option<u32>,
+    /// Minutes of benchmarking (wall time of one invocation) after which no round is added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_minutes: Option<u64>,
 }
 
 impl BenchSpec {
@@ -35,6 +46,9 @@ impl BenchSpec {
             warmup_seconds: 5,
             tables: 4,
             table_size: 100_000,
+            target_ci_pct: None,
+            max_rounds: None,
+            budget_minutes: None,
         }
     }
 
@@ -71,6 +85,29 @@ impl BenchSpec {
         }
         if self.tables == 0 || self.table_size == 0 {
             return Err("--tables and --table-size must be at least 1".into());
+        }
+        if let Some(t) = self.target_ci_pct {
+            if !(t.is_finite() && t > 0.0) {
+                return Err(format!(
+                    "--target-ci {t}: give a half-width in percent above 0, e.g. 2"
+                ));
+            }
+        }
+        if let Some(m) = self.max_rounds {
+            if m < self.rounds {
+                return Err(format!(
+                    "--max-rounds {m} is below the {} rounds the benchmark runs in any case; raise it or lower --rounds",
+                    self.rounds
+                ));
+            }
+        }
+        if (self.max_rounds.is_some() || self.budget_minutes.is_some())
+            && self.target_ci_pct.is_none()
+        {
+            return Err(
+                "--max-rounds and --budget-minutes bound adaptive rounds: give --target-ci PCT too"
+                    .into(),
+            );
         }
         Ok(())
     }
