@@ -599,6 +599,71 @@ fn cases() -> Vec<Case> {
             &["--rounds"],
         ),
         case(
+            "bench: a target interval of 0",
+            &[
+                "bench",
+                "--work-dir={w}",
+                "--baseline=base=/usr/sbin/mariadbd",
+                "--binary=x=/usr/sbin/mariadbd",
+                "--target-ci=0",
+            ],
+            2,
+            &["--target-ci 0", "above 0"],
+        ),
+        case(
+            "bench: --max-rounds without --target-ci",
+            &[
+                "bench",
+                "--work-dir={w}",
+                "--baseline=base=/usr/sbin/mariadbd",
+                "--binary=x=/usr/sbin/mariadbd",
+                "--max-rounds=20",
+            ],
+            2,
+            &["--max-rounds", "--target-ci"],
+        ),
+        case(
+            "bench: --max-rounds below --rounds",
+            &[
+                "bench",
+                "--work-dir={w}",
+                "--baseline=base=/usr/sbin/mariadbd",
+                "--binary=x=/usr/sbin/mariadbd",
+                "--rounds=12",
+                "--target-ci=2",
+                "--max-rounds=10",
+            ],
+            2,
+            &["--max-rounds 10", "12 rounds"],
+        ),
+        case(
+            "run: a target interval that is not a number",
+            &["run", "--work-dir={w}", "--target-ci=nan"],
+            2,
+            &["--target-ci"],
+        ),
+        case(
+            "calibrate: no such server",
+            &[
+                "calibrate",
+                "--work-dir={w}",
+                "--binary={t}/missing/mariadbd",
+            ],
+            1,
+            &["--binary", "missing/mariadbd"],
+        ),
+        case(
+            "calibrate: with --target-ci",
+            &[
+                "calibrate",
+                "--work-dir={w}",
+                "--binary=/usr/sbin/mariadbd",
+                "--target-ci=2",
+            ],
+            2,
+            &["--target-ci", "--rounds"],
+        ),
+        case(
             "bench: zero-second runs",
             &[
                 "bench",

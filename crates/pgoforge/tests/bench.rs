@@ -36,6 +36,7 @@ fn plan(rounds: u32) -> Plan {
             warmup_seconds: 1,
             tables: 1,
             table_size: 5000,
+            ..BenchSpec::standard()
         },
         config: ServerConfig {
             buffer_pool_mb: 128,
@@ -388,4 +389,90 @@ fn a_busy_machine_is_refused_unless_allowed_and_the_load_is_recorded() {
         assert!(l.server_cpu_s > 0.0, "{l:?}");
         assert!(l.disturbed(), "spinners running: {l:?}");
     }
+}
+
+/// `pgoforge calibrate` benchmarks one real server against itself and writes the floor where
+/// later benchmarks find it; a benchmark with --target-ci adds rounds until its intervals are
+/// narrow enough or --max-rounds, judged against that floor.
+#[test]
+fn calibration_measures_a_floor_and_adaptive_rounds_stop_on_width() {
+    let t = tempfile::tempdir().unwrap();
+    let w = t.path().to_str().unwrap();
+    let cal_run = t.path().join("cal");
+    let r = common::pgoforge(&[
+        "calibrate",
+        &format!("--binary={MARIADBD}"),
+        "--workloads=oltp_point_select",
+        "--rounds=4",
+        "--time=1",
+        "--warmup=0",
+        "--tables=1",
+        "--table-size=100",
+        "--buffer-pool-mb=64",
+        "--allow-busy",
+        &format!("--work-dir={w}"),
+        &format!("--run={}", cal_run.display()),
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let cal: pgoforge::bench::calibrate::Calibration = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(cal.floors.len(), 1);
+    let f = &cal.floors[0];
+    assert_eq!((f.workload.as_str(), f.rounds), ("oltp_point_select", 4));
+    assert!(f.sd_log_ratio > 0.0 && f.sd_log_ratio < 1.0, "{f:?}");
+    // The same binary twice: within a factor 2 of itself, and never "significant".
+    assert!(
+        f.aa.ratio > 0.5 && f.aa.ratio < 2.0 && !f.aa.significant,
+        "{f:?}"
+    );
+    // 4 rounds cannot reach p < 0.05 with the exact test.
+    assert_eq!(f.detectable_here, None);
+    assert!(cal.wall_seconds_per_run >= 1.0, "{cal:?}");
+    let saved = pgoforge::bench::calibrate::read(&t.path().join("calibration.json"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(saved.floors, cal.floors);
+    assert!(std::fs::read_to_string(cal_run.join("calibration.md"))
+        .unwrap()
+        .contains("| oltp_point_select | 4 | 4 |"));
+    let records = run::read_records(&cal_run).unwrap();
+    assert_eq!(records.len(), 8);
+
+    // Adaptive: a target no run can meet stops at --max-rounds; the floor came along.
+    let adaptive = |run: &std::path::Path, target: &str| {
+        let mut a = tiny_cli_bench(w, run);
+        a.retain(|x| x != "--rounds=1");
+        for x in ["--rounds=2", "--max-rounds=3", "--allow-busy"] {
+            a.push(x.into());
+        }
+        a.push(format!("--target-ci={target}"));
+        common::pgoforge(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let tight = t.path().join("tight");
+    let r = adaptive(&tight, "0.0001");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("--max-rounds 3 reached"), "{}", r.stderr);
+    let rounds: std::collections::BTreeSet<u32> = run::read_records(&tight)
+        .unwrap()
+        .iter()
+        .map(|r| r.round)
+        .collect();
+    assert_eq!(rounds.into_iter().collect::<Vec<_>>(), vec![1, 2, 3]);
+    assert!(tight.join("calibration.json").is_file());
+    let md = std::fs::read_to_string(tight.join("report.md")).unwrap();
+    assert!(
+        md.contains("Noise floor of this machine")
+            && md.contains("Adaptive rounds: after 2 planned rounds"),
+        "{md}"
+    );
+    // A target every run meets stops at the planned rounds.
+    let loose = t.path().join("loose");
+    let r = adaptive(&loose, "1000");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("every interval within ±1000%"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(run::read_records(&loose).unwrap().len(), 4);
 }

@@ -1,8 +1,12 @@
-//! Benchmarks: running servers side by side ([`run`]), the statistics ([`stats`]) and the reports
-//! ([`report`], rendered by [`export`]), and deterministic counts under valgrind ([`cachegrind`]); what a benchmark
-//! measures is one [`spec::BenchSpec`].
+//! Benchmarks: running servers side by side ([`run`]) for a fixed number of rounds or until the
+//! intervals are narrow enough ([`adaptive`]), the statistics ([`stats`]) and the reports
+//! ([`report`], rendered by [`export`]), the machine's noise floor measured A/A ([`calibrate`]),
+//! and deterministic counts under valgrind ([`cachegrind`]); what a benchmark measures is one
+//! [`spec::BenchSpec`].
 
+pub mod adaptive;
 pub mod cachegrind;
+pub mod calibrate;
 pub mod export;
 pub mod load;
 pub mod report;

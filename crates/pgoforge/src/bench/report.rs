@@ -100,6 +100,10 @@ pub struct Report {
     /// The machine's load run by run, in the order they ran (absent before it was recorded).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub load_trace: Vec<LoadPoint>,
+    /// The machine's A/A noise floor in force when the benchmark ran (`pgoforge calibrate`),
+    /// which the warnings measure the run's scatter against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_floor: Option<super::calibrate::Calibration>,
     /// What to package (absent in reports made before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<Decision>,
@@ -275,6 +279,10 @@ pub fn build_against(dir: &Path, baseline: Option<&str>) -> Result<Report> {
     }
     correct_over_the_run(&mut cells);
     unstable_runs(&mut cells, &records);
+    let noise_floor = super::calibrate::read(&super::calibrate::run_copy(dir))?;
+    if let Some(cal) = &noise_floor {
+        noisier_than_the_floor(&mut cells, cal);
+    }
     let geomeans: Vec<(String, u32, f64)> = ratios
         .into_iter()
         .map(|((n, t), r)| (n, t, geomean(&r)))
@@ -298,6 +306,7 @@ pub fn build_against(dir: &Path, baseline: Option<&str>) -> Result<Report> {
             })
             .collect(),
         decision: Some(decision),
+        noise_floor,
         plan,
         cells,
         geomeans,
@@ -372,6 +381,25 @@ fn unstable_runs(cells: &mut [Cell], records: &[Record]) {
                 "unstable run(s) in round(s) {odd:?}: per-second throughput varied more than 3x \
                  the benchmark's typical {:.1}%",
                 floor * 100.0
+            ));
+        }
+    }
+}
+
+/// A comparison whose rounds scatter far more than the machine's A/A floor did: the run was
+/// disturbed (or the server itself is erratic), whatever its interval says.
+fn noisier_than_the_floor(cells: &mut [Cell], cal: &super::calibrate::Calibration) {
+    use super::calibrate::{scatter_over_floor, UNSTABLE_OVER_FLOOR};
+    for c in cells.iter_mut() {
+        let (Some(k), Some(f)) = (&c.tps_vs_baseline, cal.floor(&c.workload, c.threads)) else {
+            continue;
+        };
+        if let Some(x) = scatter_over_floor(k, f).filter(|x| *x > UNSTABLE_OVER_FLOOR) {
+            c.warnings.push(format!(
+                "rounds scattered {x:.1}x more than this machine's A/A floor ({:.1}% per round, \
+                 calibrated with {}): something disturbed the run, or the server is erratic",
+                f.sd_log_ratio * 100.0,
+                cal.binary.display()
             ));
         }
     }

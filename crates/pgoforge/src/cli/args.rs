@@ -1,6 +1,6 @@
 //! Flags shared by several subcommands, each defined once and flattened where it is used.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -138,6 +138,9 @@ impl ServerConfigArgs {
     }
 }
 
+/// The cap of adaptive rounds when --target-ci comes without --max-rounds.
+const DEFAULT_MAX_ROUNDS: u32 = 30;
+
 /// What a benchmark measures; unset values come from the standard (or --quick) specification.
 #[derive(Args, Clone, Debug, Default)]
 pub struct BenchSpecArgs {
@@ -165,6 +168,17 @@ pub struct BenchSpecArgs {
     /// Rows per table of the benchmark dataset [100000; --quick 20000].
     #[arg(long = "table-size", value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub table_size: Option<u64>,
+    /// Adaptive rounds: after the planned rounds, add one round at a time until every
+    /// comparison's 95 % interval is within ± PCT percent (the rule looks at widths only, never
+    /// at the sign of an effect), or --max-rounds, or --budget-minutes.
+    #[arg(long = "target-ci", value_name = "PCT")]
+    pub target_ci: Option<f64>,
+    /// With --target-ci: the most rounds [30].
+    #[arg(long = "max-rounds", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub max_rounds: Option<u32>,
+    /// With --target-ci: add no round that would end after this many minutes of benchmarking.
+    #[arg(long = "budget-minutes", value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub budget_minutes: Option<u64>,
 }
 
 impl BenchSpecArgs {
@@ -195,6 +209,11 @@ impl BenchSpecArgs {
             warmup_seconds: self.warmup.unwrap_or(d.warmup_seconds),
             tables: self.tables.unwrap_or(d.tables),
             table_size: self.table_size.unwrap_or(d.table_size),
+            target_ci_pct: self.target_ci,
+            max_rounds: self.max_rounds.or(self
+                .target_ci
+                .map(|_| DEFAULT_MAX_ROUNDS.max(self.rounds.unwrap_or(0)))),
+            budget_minutes: self.budget_minutes,
         }
     }
 }
@@ -286,6 +305,35 @@ impl GuardArgs {
             allow_busy: self.allow_busy,
             patience: std::time::Duration::from_secs(self.busy_wait),
         }
+    }
+}
+
+/// Where a benchmark's results go, and whether to continue the one already there.
+#[derive(Args, Clone, Debug)]
+pub struct RunDirArgs {
+    /// The run directory [WORK/runs/<command>-<time>].
+    #[arg(long)]
+    pub run: Option<PathBuf>,
+    /// Continue an interrupted benchmark in --run (a finished one is analysed again).
+    #[arg(long)]
+    pub resume: bool,
+}
+
+impl RunDirArgs {
+    /// --run, or a new WORK/runs/PREFIX-TIME; with --resume it must exist.
+    pub fn dir(&self, work: &Path, prefix: &str) -> anyhow::Result<PathBuf> {
+        let dir = self.run.clone().unwrap_or_else(|| {
+            work.join("runs")
+                .join(format!("{prefix}-{}", pgoforge::infra::time::now_secs()))
+        });
+        if self.resume && !dir.is_dir() {
+            anyhow::bail!(
+                "--resume: {} does not exist, so there is nothing to continue; give the --run \
+                 of an interrupted benchmark, or drop --resume to start a new one",
+                dir.display()
+            );
+        }
+        Ok(dir)
     }
 }
 

@@ -1,8 +1,6 @@
 //! `pgoforge bench`: servers side by side (interleaved rounds, statistics, reports), or their
 //! per-transaction counts under cachegrind.
 
-use std::path::PathBuf;
-
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use pgoforge::bench::cachegrind::{self, CgPlan};
@@ -12,7 +10,7 @@ use pgoforge::bench::report;
 use pgoforge::bench::run::{self, Contender, Plan};
 use pgoforge::events::{log_to, tick_to};
 
-use super::args::{contender, BenchSpecArgs, GuardArgs, ServerConfigArgs, WorkDirArgs};
+use super::args::{contender, BenchSpecArgs, GuardArgs, RunDirArgs, ServerConfigArgs, WorkDirArgs};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Measure {
@@ -45,12 +43,8 @@ pub struct BenchArgs {
     no_pin: bool,
     #[command(flatten)]
     work: WorkDirArgs,
-    /// The run directory (default WORK/runs/<time>).
-    #[arg(long)]
-    run: Option<PathBuf>,
-    /// Continue an interrupted run in --run.
-    #[arg(long)]
-    resume: bool,
+    #[command(flatten)]
+    run_dir: RunDirArgs,
     #[arg(long, value_enum, default_value_t = Measure::Time)]
     measure: Measure,
     /// Measured transactions per workload with --measure cachegrind (0: 10000 point selects, 1000
@@ -70,7 +64,7 @@ pub struct BenchArgs {
 
 /// The seed and order scheme of the benchmark being resumed in `dir`: continuing it must not
 /// draw a new design.
-fn resumed_design(dir: &std::path::Path, resume: bool) -> Option<(u64, u32)> {
+pub(super) fn resumed_design(dir: &std::path::Path, resume: bool) -> Option<(u64, u32)> {
     if !resume {
         return None;
     }
@@ -88,19 +82,8 @@ pub fn main(a: BenchArgs) -> Result<i32> {
     let mut contenders = vec![a.baseline.clone()];
     contenders.extend(a.binaries.iter().cloned());
     let (work, _lock) = a.work.locked()?;
-    let dir = match &a.run {
-        Some(d) => d.clone(),
-        None => work
-            .join("runs")
-            .join(format!("bench-{}", pgoforge::infra::time::now_secs())),
-    };
-    if a.resume && !dir.is_dir() {
-        anyhow::bail!(
-            "--resume: {} does not exist, so there is no benchmark to continue; give the --run \
-             of an interrupted benchmark, or drop --resume to start a new one",
-            dir.display()
-        );
-    }
+    let dir = a.run_dir.dir(&work, "bench")?;
+    let resume = a.run_dir.resume;
     let reporter = super::reporter(a.json);
     if a.measure == Measure::Cachegrind {
         let plan = CgPlan {
@@ -116,7 +99,7 @@ pub fn main(a: BenchArgs) -> Result<i32> {
             &plan,
             &work,
             &dir,
-            a.resume,
+            resume,
             &log_to(reporter.as_ref(), "cachegrind"),
         )?;
         let md = markdown::table(&cachegrind_table(&recs, &plan.contenders[0].name));
@@ -129,7 +112,7 @@ pub fn main(a: BenchArgs) -> Result<i32> {
         }
         return Ok(0);
     }
-    let resumed = resumed_design(&dir, a.resume);
+    let resumed = resumed_design(&dir, resume);
     let mut plan = Plan {
         contenders,
         spec,
@@ -152,7 +135,7 @@ pub fn main(a: BenchArgs) -> Result<i32> {
         &plan,
         &work,
         &dir,
-        a.resume,
+        resume,
         a.guard.guard(),
         &log_to(reporter.as_ref(), "benchmark"),
         &tick_to(reporter.as_ref(), "benchmark"),

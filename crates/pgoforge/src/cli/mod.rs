@@ -5,6 +5,7 @@ mod args;
 mod bench;
 mod bolt;
 mod build;
+mod calibrate;
 mod doctor;
 mod gate;
 mod oltp;
@@ -50,6 +51,9 @@ enum Command {
     Gate(Box<gate::GateArgs>),
     /// Benchmark servers side by side: interleaved rounds, statistics, reports.
     Bench(Box<bench::BenchArgs>),
+    /// Measure the machine's noise floor: one server against itself (A/A), and the smallest
+    /// effect a benchmark here can detect.
+    Calibrate(Box<calibrate::CalibrateArgs>),
     /// Regenerate the reports of a benchmark run from its stored results.
     Report(report::ReportArgs),
     /// The whole pipeline: source, builds, training, BOLT, gate, benchmark, report, package.
@@ -71,6 +75,7 @@ pub fn main() -> anyhow::Result<i32> {
         Command::Bolt(args) => bolt::main(*args),
         Command::Gate(args) => gate::main(*args),
         Command::Bench(args) => bench::main(*args),
+        Command::Calibrate(args) => calibrate::main(*args),
         Command::Report(args) => report::main(args),
         Command::Run(args) => run::main(*args),
         Command::Package(args) => package::main(args),

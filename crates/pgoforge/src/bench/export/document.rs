@@ -23,6 +23,51 @@ pub enum Block {
     Counts(String, Table),
 }
 
+/// A calibration's floor per cell, for the terminal and for docs.
+pub fn calibration_table(cal: &crate::bench::calibrate::Calibration) -> Table {
+    let effect = |r: Option<f64>| r.map_or("not reachable".into(), pct);
+    Table {
+        header: [
+            "workload",
+            "thr",
+            "rounds",
+            "A/A ratio [95% CI]",
+            "floor (sd of round ratios)",
+            "detectable here (80% power)",
+            "detectable in a default run",
+            "rounds for 2%",
+            "minutes per pair for 2%",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: cal
+            .floors
+            .iter()
+            .map(|f| {
+                vec![
+                    f.workload.clone(),
+                    f.threads.to_string(),
+                    f.rounds.to_string(),
+                    format!(
+                        "{} [{}, {}]",
+                        pct(f.aa.ratio),
+                        pct(f.aa.ratio_ci95.0),
+                        pct(f.aa.ratio_ci95.1)
+                    ),
+                    format!("{:.2}%", f.sd_log_ratio * 100.0),
+                    effect(f.detectable_here),
+                    effect(f.detectable_default_run),
+                    f.rounds_for_2pct
+                        .map_or(format!("> {}", crate::bench::calibrate::MAX_ROUNDS), |n| {
+                            n.to_string()
+                        }),
+                    f.minutes_for_2pct.map_or("-".into(), |m| format!("{m:.0}")),
+                ]
+            })
+            .collect(),
+    }
+}
+
 /// The results table in the seeds' shape: TPS per workload per contender, gain and its interval.
 fn results(r: &Report) -> Table {
     let base = &r.plan.contenders[0].name;
@@ -119,6 +164,39 @@ pub fn document(r: &Report) -> Vec<Block> {
                 .into(),
         ),
     ];
+    if let Some(t) = r.plan.spec.target_ci_pct {
+        d.push(Block::Paragraph(format!(
+            "Adaptive rounds: after {} planned rounds, one more at a time until every interval was \
+             within ±{t}% (widths only, never the sign of an effect){}.",
+            r.plan.spec.rounds,
+            [
+                r.plan.spec.max_rounds.map(|m| format!(", at most {m} rounds")),
+                r.plan.spec.budget_minutes.map(|m| format!(", within {m} minutes")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<String>()
+        )));
+    }
+    if let Some(cal) = &r.noise_floor {
+        d.push(Block::Paragraph(format!(
+            "Noise floor of this machine (A/A: {} against itself, {} s runs): per-round ratios \
+             scatter {}; cells that scatter more than {}x their floor are flagged below.",
+            cal.binary.display(),
+            cal.seconds,
+            cal.floors
+                .iter()
+                .map(|f| format!(
+                    "{:.1}% on {} ({} rounds)",
+                    f.sd_log_ratio * 100.0,
+                    f.workload,
+                    f.rounds
+                ))
+                .collect::<Vec<_>>()
+                .join(", "),
+            crate::bench::calibrate::UNSTABLE_OVER_FLOOR
+        )));
+    }
     if let Some(dec) = &r.decision {
         let mut items: Vec<String> = dec
             .versus

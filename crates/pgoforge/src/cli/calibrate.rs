@@ -1,0 +1,177 @@
+//! `pgoforge calibrate`: the machine's noise floor, one server benchmarked against itself (A/A),
+//! and what it means: the smallest effect a benchmark here can detect, and the rounds and
+//! minutes a 2 % difference needs.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use anyhow::Result;
+use clap::Args;
+use pgoforge::bench::calibrate::{self, AaCell, Calibration, A, A_AGAIN};
+use pgoforge::bench::export::document::calibration_table;
+use pgoforge::bench::export::{self, markdown};
+use pgoforge::bench::report;
+use pgoforge::bench::run::{self, Contender, Plan};
+use pgoforge::events::{log_to, tick_to};
+
+use super::args::{BenchSpecArgs, GuardArgs, RunDirArgs, ServerConfigArgs, WorkDirArgs};
+
+/// Rounds of a calibration unless --rounds says otherwise: enough for the scatter to be
+/// estimated within about ±25 % (a standard deviation from n values is good to ~1/√(2(n−1))).
+const ROUNDS: u32 = 10;
+
+#[derive(Args)]
+pub struct CalibrateArgs {
+    /// The server to benchmark against itself (e.g. a baseline build, or /usr/sbin/mariadbd).
+    #[arg(long)]
+    binary: PathBuf,
+    #[command(flatten)]
+    spec: BenchSpecArgs,
+    #[command(flatten)]
+    server: ServerConfigArgs,
+    #[command(flatten)]
+    guard: GuardArgs,
+    /// Do not pin server and client to disjoint CPUs.
+    #[arg(long = "no-pin")]
+    no_pin: bool,
+    #[command(flatten)]
+    work: WorkDirArgs,
+    #[command(flatten)]
+    run_dir: RunDirArgs,
+    /// The seed of the round orders [a fresh one].
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Print the calibration as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn main(a: CalibrateArgs) -> Result<i32> {
+    let mut spec = a.spec.spec(false);
+    if !a.spec.rounds_given() {
+        spec.rounds = ROUNDS;
+    }
+    if let Err(e) = spec.check() {
+        super::usage_error(e);
+    }
+    if spec.target_ci_pct.is_some() {
+        super::usage_error("--target-ci does not apply to a calibration: it measures the scatter over a fixed number of rounds (--rounds)");
+    }
+    // Before the work dir is locked or anything is prepared.
+    pgoforge::server::Flavor::detect(&a.binary)
+        .map_err(|e| anyhow::anyhow!("--binary {}: {e:#}", a.binary.display()))?;
+    let (work, _lock) = a.work.locked()?;
+    let dir = a.run_dir.dir(&work, "calibrate")?;
+    let resume = a.run_dir.resume;
+    // A resumed calibration keeps its design, and the wall time its runs took when measured.
+    let earlier = super::bench::resumed_design(&dir, resume);
+    let earlier_wall = calibrate::read(&calibrate::run_copy(&dir))
+        .ok()
+        .flatten()
+        .filter(|c| resume && c.binary == a.binary)
+        .map(|c| c.wall_seconds_per_run);
+    let same = |name: &str| Contender {
+        name: name.into(),
+        binary: a.binary.clone(),
+        buffer_pool_mb: None,
+    };
+    let plan = Plan {
+        contenders: vec![same(A), same(A_AGAIN)],
+        spec,
+        config: a.server.config(),
+        pin: !a.no_pin,
+        seed: a
+            .seed
+            .or(earlier.map(|(seed, _)| seed))
+            .unwrap_or_else(run::fresh_seed),
+        label: "calibration: A/A".into(),
+        order_scheme: run::BALANCED_ORDERS,
+        reference_only: Vec::new(),
+    };
+    let reporter = super::reporter(a.json);
+    let started = Instant::now();
+    // The clock counts from the first run measured here, not the dataset's preparation.
+    let first = AtomicU64::new(u64::MAX);
+    let (start_count, runs) = (AtomicU64::new(u64::MAX), AtomicU64::new(0));
+    let tick = tick_to(reporter.as_ref(), "calibrate");
+    run::run_with_progress(
+        &plan,
+        &work,
+        &dir,
+        resume,
+        a.guard.guard(),
+        &log_to(reporter.as_ref(), "calibrate"),
+        &|done, total| {
+            if start_count.load(Ordering::Relaxed) == u64::MAX {
+                start_count.store(done, Ordering::Relaxed);
+                first.store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
+            }
+            runs.store(done, Ordering::Relaxed);
+            tick(done, total);
+        },
+    )?;
+    let r = report::build(&dir)?;
+    export::write_all(&dir, &r)?;
+    // The first tick reports what was already measured; everything after it ran here.
+    let measured_here = runs
+        .load(Ordering::Relaxed)
+        .saturating_sub(start_count.load(Ordering::Relaxed));
+    let per_run = match (measured_here, earlier_wall) {
+        (0, Some(w)) => w,
+        _ => {
+            let ms = (started.elapsed().as_millis() as u64)
+                .saturating_sub(first.load(Ordering::Relaxed));
+            ms as f64 / 1000.0 / measured_here.max(1) as f64
+        }
+    };
+    let cells = r
+        .cells
+        .iter()
+        .filter(|c| c.contender == A_AGAIN)
+        .filter_map(|again| {
+            let a = r.cells.iter().find(|b| {
+                b.contender == A && b.workload == again.workload && b.threads == again.threads
+            })?;
+            Some(AaCell {
+                workload: &again.workload,
+                threads: again.threads,
+                a: &a.tps_rounds,
+                a_again: &again.tps_rounds,
+            })
+        });
+    let cal = Calibration::from_cells(
+        &a.binary,
+        plan.spec.seconds,
+        plan.spec.warmup_seconds,
+        per_run,
+        cells,
+    );
+    pgoforge::infra::fs::write_json(&calibrate::run_copy(&dir), &cal)?;
+    pgoforge::infra::fs::write_json(&calibrate::path(&work), &cal)?;
+    let md = markdown::table(&calibration_table(&cal));
+    pgoforge::infra::fs::write_atomic(&dir.join("calibration.md"), &md)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&cal)?);
+        return Ok(0);
+    }
+    println!(
+        "noise floor of {} against itself: {} rounds, runs of {} s after {} s of warm-up \
+         ({:.0} s of wall time per run with server starts)",
+        a.binary.display(),
+        plan.spec.rounds,
+        plan.spec.seconds,
+        plan.spec.warmup_seconds,
+        per_run
+    );
+    print!("{md}");
+    println!(
+        "\"detectable\": the smallest true change found with 80% power at 95% (a default run: 8 \
+         rounds, 6 comparisons under Holm). Saved as {}; later benchmarks in this work dir flag \
+         runs that scatter more than {}x this floor.",
+        calibrate::path(&work).display(),
+        calibrate::UNSTABLE_OVER_FLOOR
+    );
+    println!("results and reports in {}", dir.display());
+    Ok(0)
+}
