@@ -226,6 +226,7 @@ fn build_contenders(
         }
     }
     let mut contenders = Vec::new();
+    let bolt_mix = plan.request.mix.for_bolt();
     for c in &plan.contenders {
         let Some((_, b)) = built.iter().find(|(v, _)| *v == c.build) else {
             continue;
@@ -249,7 +250,7 @@ fn build_contenders(
             binary: &b.binary,
             build_key: &b.key,
             bolt,
-            mix: &plan.request.mix,
+            mix: &bolt_mix,
             flags: plan.request.bolt_flags.as_deref(),
             server: &plan.request.server,
             source_hash: &src.hash,
