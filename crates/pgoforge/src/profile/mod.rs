@@ -216,6 +216,7 @@ pub fn check_profdata(file: &Path, profdata_tool: &Path) -> Result<Summary> {
         .filter(|n| !n.is_empty())
         .take(10)
         .collect();
+    let hottest = readable(hottest);
     let all = Command::new(profdata_tool)
         .args(["show", "--all-functions", "--counts"])
         .arg(file)
@@ -247,6 +248,50 @@ pub fn check_profdata(file: &Path, profdata_tool: &Path) -> Result<Summary> {
         hottest,
         note: None,
     })
+}
+
+/// Function names as a reader knows them: C++ names demangled (binutils' c++filt), a file-local
+/// function's `path;symbol` as `symbol (file name)`. Names stay as they were if c++filt is absent.
+pub fn readable(names: Vec<String>) -> Vec<String> {
+    use std::io::Write;
+    let split: Vec<(Option<String>, String)> = names
+        .iter()
+        .map(|n| match n.rsplit_once(';') {
+            Some((file, sym)) => (
+                Path::new(file)
+                    .file_name()
+                    .map(|f| f.to_string_lossy().into_owned()),
+                sym.to_string(),
+            ),
+            None => (None, n.clone()),
+        })
+        .collect();
+    let demangled = (|| -> Option<Vec<String>> {
+        let mut child = Command::new("c++filt")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .ok()?;
+        let input: String = split.iter().map(|(_, s)| format!("{s}\n")).collect();
+        child.stdin.take()?.write_all(input.as_bytes()).ok()?;
+        let out = child.wait_with_output().ok()?;
+        let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        (out.status.success() && lines.len() == split.len()).then_some(lines)
+    })();
+    let Some(demangled) = demangled else {
+        return names;
+    };
+    split
+        .into_iter()
+        .zip(demangled)
+        .map(|((file, _), d)| match file {
+            Some(f) => format!("{d} ({f})"),
+            None => d,
+        })
+        .collect()
 }
 
 /// Moves collected profile data into the store under its content hash.
@@ -306,4 +351,26 @@ pub fn check_belongs(p: &Stored, source_hash: &str, compiler_label: &str) -> Res
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hottest_function_names_are_demangled_and_locals_name_their_file() {
+        let names = readable(vec![
+            "_Z40row_sel_field_store_in_mysql_format_funcPhPK17mysql_row_templ_tPKhm".into(),
+            "/src/storage/innobase/row/row0sel.cc;_ZL9store_recPhi".into(),
+            "alloc_root".into(),
+        ]);
+        assert_eq!(
+            names,
+            vec![
+                "row_sel_field_store_in_mysql_format_func(unsigned char*, mysql_row_templ_t const*, unsigned char const*, unsigned long)",
+                "store_rec(unsigned char*, int) (row0sel.cc)",
+                "alloc_root",
+            ]
+        );
+    }
 }
