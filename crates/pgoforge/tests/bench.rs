@@ -465,6 +465,8 @@ fn calibration_measures_a_floor_and_adaptive_rounds_stop_on_width() {
             && md.contains("Adaptive rounds: after 2 planned rounds"),
         "{md}"
     );
+    let txt = std::fs::read_to_string(tight.join("report.txt")).unwrap();
+    assert!(txt.contains("A/A noise floor per round"), "{txt}");
     // A target every run meets stops at the planned rounds.
     let loose = t.path().join("loose");
     let r = adaptive(&loose, "1000");

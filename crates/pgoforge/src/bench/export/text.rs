@@ -39,6 +39,18 @@ pub fn text(r: &Report) -> String {
     if let Some(d) = &r.decision {
         let _ = writeln!(o, "decision: {}", d.sentence());
     }
+    if let Some(cal) = &r.noise_floor {
+        let floors: Vec<String> = cal
+            .floors
+            .iter()
+            .map(|f| format!("{} {:.1}%", f.workload, f.sd_log_ratio * 100.0))
+            .collect();
+        let _ = writeln!(
+            o,
+            "this machine's A/A noise floor per round (pgoforge calibrate): {}",
+            floors.join(", ")
+        );
+    }
     if !r.cachegrind.is_empty() {
         let t = cachegrind_table(&r.cachegrind, &r.plan.contenders[0].name);
         let _ = writeln!(
