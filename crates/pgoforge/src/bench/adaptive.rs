@@ -36,7 +36,7 @@ pub fn widest_half_width(series: &[Series]) -> Option<(f64, String)> {
         if k.pairs < 2 {
             return None;
         }
-        let half = (((k.ratio_ci95.1.ln() - k.ratio_ci95.0.ln()) / 2.0).exp() - 1.0) * 100.0;
+        let half = (k.log_half_width().exp() - 1.0) * 100.0;
         if widest.as_ref().is_none_or(|(h, _)| half > *h) {
             widest = Some((half, s.label.clone()));
         }

@@ -85,11 +85,7 @@ impl Calibration {
     ) -> Calibration {
         let mut floors = Vec::new();
         for c in cells {
-            let d: Vec<f64> = stats::pair_by_round(c.a, c.a_again)
-                .iter()
-                .filter(|(b, v)| *b > 0.0 && *v > 0.0)
-                .map(|(b, v)| (v / b).ln())
-                .collect();
+            let d = stats::paired_log_ratios(c.a, c.a_again);
             let sd = stats::stddev(&d);
             let rounds = rounds_to_detect(TARGET_EFFECT, sd, 1, MAX_ROUNDS);
             floors.push(Floor {
@@ -158,8 +154,7 @@ pub fn scatter_over_floor(c: &Comparison, f: &Floor) -> Option<f64> {
     if c.pairs < 4 || f.sd_log_ratio <= 0.0 {
         return None;
     }
-    let half = (c.ratio_ci95.1.ln() - c.ratio_ci95.0.ln()) / 2.0;
-    let sd = half * (c.pairs as f64).sqrt() / t975(c.pairs - 1);
+    let sd = c.log_half_width() * (c.pairs as f64).sqrt() / t975(c.pairs - 1);
     Some(sd / f.sd_log_ratio)
 }
 

@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::load::BUSY_SHARE;
-use super::run::{plan_path, read_records, Plan, Record};
+use super::run::{by_round, plan_path, read_records, Plan, Record};
 use super::stats::{compare, describe, geomean, Comparison, Describe, Verdict};
 use oltp::settings::TestName;
 
@@ -150,9 +150,7 @@ fn cell(plan: &Plan, records: &[Record], name: &str, w: TestName, t: u32) -> Opt
         v.sort_by_key(|r| r.round);
         v
     };
-    let pick = |name: &str, f: &dyn Fn(&Record) -> f64| -> Vec<(u32, f64)> {
-        mine(name).into_iter().map(|r| (r.round, f(r))).collect()
-    };
+    let pick = |name: &str, f: &dyn Fn(&Record) -> f64| by_round(records, name, w, t, f);
     let values = |v: &[(u32, f64)]| -> Vec<f64> { v.iter().map(|x| x.1).collect() };
     let tps = |r: &Record| r.result.tps();
     let p95 = |r: &Record| {

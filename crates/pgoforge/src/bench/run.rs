@@ -316,18 +316,18 @@ pub fn run_with_progress(
 ) -> Result<()> {
     check_contenders(plan)?;
     open_run_dir(plan, dir, resume)?;
-    let floor = super::calibrate::path(work_dir);
-    let copy = super::calibrate::run_copy(dir);
-    if floor.is_file() && !copy.exists() && read_records(dir)?.is_empty() {
-        // The floor in force when this benchmark ran judges its report, not a later one.
-        fs::copy(&floor, &copy)
-            .with_context(|| format!("copying {} into {}", floor.display(), dir.display()))?;
-    }
     drop_torn_tail(&results_path(dir))?;
     let done: HashSet<(u32, String, TestName, u32)> = read_records(dir)?
         .into_iter()
         .map(|r| (r.round, r.contender, r.workload, r.threads))
         .collect();
+    let floor = super::calibrate::path(work_dir);
+    let copy = super::calibrate::run_copy(dir);
+    if floor.is_file() && !copy.exists() && done.is_empty() {
+        // The floor in force when this benchmark ran judges its report, not a later one.
+        fs::copy(&floor, &copy)
+            .with_context(|| format!("copying {} into {}", floor.display(), dir.display()))?;
+    }
     let per_round = plan.contenders.len() as u64
         * plan.spec.workloads.len() as u64
         * plan.spec.threads.len() as u64;
@@ -451,15 +451,26 @@ pub fn run_with_progress(
     Ok(())
 }
 
+/// One contender's `metric` on one cell (workload `w`, `t` threads), round by round.
+pub fn by_round(
+    records: &[Record],
+    name: &str,
+    w: TestName,
+    t: u32,
+    metric: &dyn Fn(&Record) -> f64,
+) -> Vec<(u32, f64)> {
+    let mut v: Vec<(u32, f64)> = records
+        .iter()
+        .filter(|r| r.contender == name && r.workload == w && r.threads == t)
+        .map(|r| (r.round, metric(r)))
+        .collect();
+    v.sort_by_key(|x| x.0);
+    v
+}
+
 /// Every comparison the plan makes, with the throughput recorded so far.
 fn tps_series(plan: &Plan, records: &[Record]) -> Vec<super::adaptive::Series> {
-    let tps = |name: &str, w: TestName, t: u32| -> Vec<(u32, f64)> {
-        records
-            .iter()
-            .filter(|r| r.contender == name && r.workload == w && r.threads == t)
-            .map(|r| (r.round, r.result.tps()))
-            .collect()
-    };
+    let tps = |name: &str, w: TestName, t: u32| by_round(records, name, w, t, &|r| r.result.tps());
     let mut out = Vec::new();
     for c in &plan.contenders {
         let base = plan.baseline_for(c);

@@ -280,6 +280,15 @@ pub fn pair_by_round(a: &[(u32, f64)], b: &[(u32, f64)]) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// ln(variant / baseline) of every round both ran with positive values.
+pub fn paired_log_ratios(baseline: &[(u32, f64)], variant: &[(u32, f64)]) -> Vec<f64> {
+    pair_by_round(baseline, variant)
+        .iter()
+        .filter(|(b, v)| *b > 0.0 && *v > 0.0)
+        .map(|(b, v)| (v / b).ln())
+        .collect()
+}
+
 /// A variant against the baseline on one cell (workload × threads).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
@@ -352,12 +361,7 @@ pub const NOISE: f64 = 0.02;
 /// (`higher_better`) or a latency. Significance here is for this comparison alone; a report
 /// corrects it over all its cells with [`Comparison::apply_holm`].
 pub fn compare(baseline: &[(u32, f64)], variant: &[(u32, f64)], higher_better: bool) -> Comparison {
-    let pairs = pair_by_round(baseline, variant);
-    let d: Vec<f64> = pairs
-        .iter()
-        .filter(|(b, v)| *b > 0.0 && *v > 0.0)
-        .map(|(b, v)| (v / b).ln())
-        .collect();
+    let d = paired_log_ratios(baseline, variant);
     let n = d.len();
     let m = mean(&d);
     let half = if n > 1 {
@@ -397,6 +401,11 @@ pub fn compare(baseline: &[(u32, f64)], variant: &[(u32, f64)], higher_better: b
 }
 
 impl Comparison {
+    /// Half the 95 % interval's width on the log scale (t · sd / √n of the log-ratios).
+    pub fn log_half_width(&self) -> f64 {
+        (self.ratio_ci95.1.ln() - self.ratio_ci95.0.ln()) / 2.0
+    }
+
     /// Significance and verdict from the (corrected) p-value, the interval and the noise floor.
     fn decide(&mut self, higher_better: bool) {
         let excludes_one = self.ratio_ci95.0 > 1.0 || self.ratio_ci95.1 < 1.0;
