@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::stats::{self, compare, min_detectable_ratio, rounds_to_detect, t975, Comparison};
+use super::stats::{self, min_detectable_ratio, rounds_to_detect, t975, Comparison};
 
 /// The names of the two contenders of an A/A benchmark.
 pub const A: &str = "a";
@@ -67,6 +67,8 @@ pub struct AaCell<'a> {
     pub threads: u32,
     pub a: &'a [(u32, f64)],
     pub a_again: &'a [(u32, f64)],
+    /// a-again against a as the report judged it (Holm over the calibration's cells).
+    pub aa: &'a Comparison,
 }
 
 /// Rounds and comparisons of a default `pgoforge run` (baseline, pgo+lto, pgo+lto+bolt over
@@ -93,7 +95,7 @@ impl Calibration {
                 threads: c.threads,
                 rounds: d.len(),
                 sd_log_ratio: sd,
-                aa: compare(c.a, c.a_again, true),
+                aa: c.aa.clone(),
                 detectable_here: finite(min_detectable_ratio(sd, d.len(), 1)),
                 detectable_default_run: finite(min_detectable_ratio(
                     sd,
@@ -165,6 +167,7 @@ pub const UNSTABLE_OVER_FLOOR: f64 = 2.0;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::stats::compare;
 
     fn rounds(v: &[f64]) -> Vec<(u32, f64)> {
         v.iter()

@@ -2,8 +2,8 @@
 //! and what it means: the smallest effect a benchmark here can detect, and the rounds and
 //! minutes a 2 % difference needs.
 
+use std::cell::Cell;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use anyhow::Result;
@@ -91,9 +91,11 @@ pub fn main(a: CalibrateArgs) -> Result<i32> {
     };
     let reporter = super::reporter(a.json);
     let started = Instant::now();
-    // The clock counts from the first run measured here, not the dataset's preparation.
-    let first = AtomicU64::new(u64::MAX);
-    let (start_count, runs) = (AtomicU64::new(u64::MAX), AtomicU64::new(0));
+    // (when, runs done) at the first tick (before the dataset is prepared), and at the first and
+    // the latest run finished here: a run's wall time is measured between finished runs, so it
+    // includes server starts but not the one-off preparation.
+    let at_start = Cell::new(None::<u64>);
+    let (first, last) = (Cell::new(None), Cell::new(None::<(Instant, u64)>));
     let tick = tick_to(reporter.as_ref(), "calibrate");
     run::run_with_progress(
         &plan,
@@ -103,33 +105,38 @@ pub fn main(a: CalibrateArgs) -> Result<i32> {
         a.guard.guard(),
         &log_to(reporter.as_ref(), "calibrate"),
         &|done, total| {
-            if start_count.load(Ordering::Relaxed) == u64::MAX {
-                start_count.store(done, Ordering::Relaxed);
-                first.store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
+            match at_start.get() {
+                None => at_start.set(Some(done)),
+                Some(s) if done > s && last.get().is_none_or(|(_, n)| done > n) => {
+                    let now = (Instant::now(), done);
+                    first.set(first.get().or(Some(now)));
+                    last.set(Some(now));
+                }
+                Some(_) => {}
             }
-            runs.store(done, Ordering::Relaxed);
             tick(done, total);
         },
     )?;
     let r = report::build(&dir)?;
     export::write_all(&dir, &r)?;
-    // The first tick reports what was already measured; everything after it ran here.
-    let measured_here = runs
-        .load(Ordering::Relaxed)
-        .saturating_sub(start_count.load(Ordering::Relaxed));
-    let per_run = match (measured_here, earlier_wall) {
-        (0, Some(w)) => w,
-        _ => {
-            let ms = (started.elapsed().as_millis() as u64)
-                .saturating_sub(first.load(Ordering::Relaxed));
-            ms as f64 / 1000.0 / measured_here.max(1) as f64
+    let measured_here = last
+        .get()
+        .map_or(0, |(_, n)| n.saturating_sub(at_start.get().unwrap_or(n)));
+    let per_run = match (first.get(), last.get(), earlier_wall) {
+        (Some((t0, n0)), Some((t1, n1)), _) if n1 > n0 => {
+            (t1 - t0).as_secs_f64() / (n1 - n0) as f64
         }
+        // Nothing measured here: the wall time recorded when the runs were measured.
+        (_, _, Some(w)) if measured_here == 0 => w,
+        // One run: its time includes the preparation, the best figure there is.
+        _ => started.elapsed().as_secs_f64() / measured_here.max(1) as f64,
     };
     let cells = r
         .cells
         .iter()
         .filter(|c| c.contender == A_AGAIN)
         .filter_map(|again| {
+            let aa = again.tps_vs_baseline.as_ref()?;
             let a = r.cells.iter().find(|b| {
                 b.contender == A && b.workload == again.workload && b.threads == again.threads
             })?;
@@ -138,6 +145,7 @@ pub fn main(a: CalibrateArgs) -> Result<i32> {
                 threads: again.threads,
                 a: &a.tps_rounds,
                 a_again: &again.tps_rounds,
+                aa,
             })
         });
     let cal = Calibration::from_cells(

@@ -25,7 +25,11 @@ pub enum Block {
 
 /// A calibration's floor per cell, for the terminal and for docs.
 pub fn calibration_table(cal: &crate::bench::calibrate::Calibration) -> Table {
-    let effect = |r: Option<f64>| r.map_or("not reachable".into(), pct);
+    let effect = |r: Option<f64>| {
+        r.map_or("not reachable".into(), |r| {
+            format!("{:.1}%", (r - 1.0) * 100.0)
+        })
+    };
     Table {
         header: [
             "workload",
@@ -49,10 +53,10 @@ pub fn calibration_table(cal: &crate::bench::calibrate::Calibration) -> Table {
                     f.threads.to_string(),
                     f.rounds.to_string(),
                     format!(
-                        "{} [{}, {}]",
+                        "{} [{:+.1}, {:+.1}]",
                         pct(f.aa.ratio),
-                        pct(f.aa.ratio_ci95.0),
-                        pct(f.aa.ratio_ci95.1)
+                        (f.aa.ratio_ci95.0 - 1.0) * 100.0,
+                        (f.aa.ratio_ci95.1 - 1.0) * 100.0
                     ),
                     format!("{:.2}%", f.sd_log_ratio * 100.0),
                     effect(f.detectable_here),
