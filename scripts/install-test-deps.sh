@@ -30,7 +30,7 @@ trap cleanup EXIT
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 pkgs=()
-for p in mariadb-server mariadb-server-core mariadb-client mariadb-client-core mariadb-common libmariadb3; do
+for p in mariadb-server mariadb-server-core mariadb-client mariadb-client-core mariadb-common libmariadb3 mariadb-test mariadb-test-data; do
   pkgs+=("$p=$MARIADB_VERSION")
 done
 $SUDO apt-get install -y -q --allow-downgrades --no-install-recommends \

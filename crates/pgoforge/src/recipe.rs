@@ -96,6 +96,9 @@ pub struct Recipe {
     pub apt_packages: Vec<String>,
     pub source: SourceSpec,
     pub build: BuildSpec,
+    /// The server's own regression tests for the gate (absent: the quick gate only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtr: Option<crate::gate::mtr::MtrSpec>,
 }
 
 fn parse_value(name: &str, text: &str) -> Result<toml::Table> {

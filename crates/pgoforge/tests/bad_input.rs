@@ -585,6 +585,66 @@ fn cases() -> Vec<Case> {
             2,
             &["--events"],
         ),
+        case(
+            "gate: MTR needs the baseline inside its build tree",
+            &[
+                "gate",
+                "--work-dir={w}",
+                "--gate=mtr",
+                "--baseline=/usr/sbin/mariadbd",
+                "--candidate=x=/usr/sbin/mariadbd",
+            ],
+            1,
+            &["build tree", "/usr/sbin/mariadbd", "sql/mariadbd"],
+        ),
+        case(
+            "gate: MTR tests with the quick gate",
+            &[
+                "gate",
+                "--work-dir={w}",
+                "--mtr-suite=main.ps",
+                "--baseline=/usr/sbin/mariadbd",
+                "--candidate=x=/usr/sbin/mariadbd",
+            ],
+            1,
+            &["--mtr-suite", "--gate quick"],
+        ),
+        case(
+            "gate: unknown gate",
+            &[
+                "gate",
+                "--work-dir={w}",
+                "--gate=thorough",
+                "--baseline=/usr/sbin/mariadbd",
+                "--candidate=x=/usr/sbin/mariadbd",
+            ],
+            2,
+            &["thorough", "quick, mtr or full"],
+        ),
+        case(
+            "run: cs-pgo with gcc",
+            &[
+                "run",
+                "--work-dir={w}",
+                "--variants=cs-pgo+lto",
+                "--compiler=gcc",
+                "--plan",
+            ],
+            1,
+            &["cs-pgo+lto", "only clang", "--compiler clang"],
+        ),
+        case(
+            "run: an MTR gate for a recipe without MTR tests",
+            &[
+                "run",
+                "--work-dir={w}",
+                "--recipe=mysql-9.7",
+                "--gate=mtr",
+                "--plan",
+            ],
+            1,
+            &["mysql-9.7", "no MTR tests", "--gate quick"],
+        ),
         // --- bench
         case(
             "bench: no rounds",

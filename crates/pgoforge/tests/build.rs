@@ -175,16 +175,7 @@ fn clang_pgo_cycle(spec: &str, major: u32) {
     assert!(has_rela_text(&base.binary));
 
     let gen = make(&c, "pgo-gen", &clang, None);
-    let gen_dir = gen.profile_gen_dir.clone().unwrap();
-    let pattern = gen_dir.join("%m-%p.profraw");
-    assert_eq!(
-        run(
-            &gen.binary,
-            &["all", "20000"],
-            &[("LLVM_PROFILE_FILE", pattern.to_str().unwrap())]
-        ),
-        expected
-    );
+    let gen_dir = run_instrumented(&gen, &expected);
     let raws: Vec<PathBuf> = fs::read_dir(&gen_dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -250,6 +241,74 @@ fn clang_pgo_cycle(spec: &str, major: u32) {
         entries(&cache),
         first,
         "the relink hit the cache: no new entries"
+    );
+    cs_pgo_cycle(&c, &clang, &merged, &expected);
+}
+
+/// Runs an instrumented clang build once (same output as the baseline); returns where it wrote
+/// its profile.
+fn run_instrumented(gen: &BuildOutput, expected: &str) -> PathBuf {
+    let gen_dir = gen
+        .profile_gen_dir
+        .clone()
+        .expect("an instrumented build writes profiles");
+    let pattern = gen_dir.join("%m-%p.profraw");
+    assert_eq!(
+        run(
+            &gen.binary,
+            &["all", "20000"],
+            &[("LLVM_PROFILE_FILE", pattern.to_str().unwrap())]
+        ),
+        expected
+    );
+    gen_dir
+}
+
+/// Context-sensitive PGO on top of `first`: the cs-pgo-gen+lto build instruments after inlining
+/// (in the ThinLTO backend), its counts are context-sensitive records that the first profile
+/// lacks, and the cs-pgo+lto build on the merge computes the same result.
+fn cs_pgo_cycle(c: &Ctx, clang: &Compiler, first: &Path, expected: &str) {
+    let profdata = clang.profdata().unwrap().to_path_buf();
+    // The summary pgoforge stores with a profile counts the context-sensitive records apart.
+    let cs_functions = |f: &Path| {
+        pgoforge::profile::check_profdata(f, &profdata)
+            .unwrap()
+            .context_sensitive_functions
+            .unwrap_or(0)
+    };
+    assert_eq!(
+        cs_functions(first),
+        0,
+        "the first profile is not context-sensitive"
+    );
+    let first_in = ProfileInput::Profdata(first.to_path_buf());
+    let gen = make(c, "cs-pgo-gen+lto", clang, Some(&first_in));
+    let log = fs::read_to_string(&gen.log).unwrap();
+    assert!(log.contains(&format!("-fprofile-use={}", first.display())));
+    assert!(log.contains("-fcs-profile-generate="));
+    let gen_dir = run_instrumented(&gen, expected);
+    let merged = pgoforge::profile::train::merge_profraw(&gen, &gen_dir, Some(first)).unwrap();
+    let n = cs_functions(&merged);
+    assert!(
+        n >= 3,
+        "{n} context-sensitive functions in the merged profile"
+    );
+    let cs = make(
+        c,
+        "cs-pgo+lto",
+        clang,
+        Some(&ProfileInput::Profdata(merged.clone())),
+    );
+    assert_eq!(run(&cs.binary, &["all", "20000"], &[]), expected);
+    let log = fs::read_to_string(&cs.log).unwrap();
+    assert!(log.contains(&format!("-fprofile-use={}", merged.display())));
+    assert!(!log.contains("-fcs-profile-generate"));
+    // The context-sensitive profile is used: the build differs from the plain PGO one.
+    let plain = make(c, "pgo+lto", clang, Some(&first_in));
+    assert_ne!(
+        fs::read(&cs.binary).unwrap(),
+        fs::read(&plain.binary).unwrap(),
+        "cs-pgo+lto built the same binary as pgo+lto"
     );
 }
 

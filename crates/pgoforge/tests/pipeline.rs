@@ -76,6 +76,8 @@ fn request(
         // Tests share the machine (and one of them loads it on purpose).
         guard: pgoforge::bench::run::Guard::allow_busy(),
         auto_rounds: false,
+        gate: pgoforge::gate::mtr::GateMode::Quick,
+        mtr_tests: None,
     }
 }
 
@@ -251,4 +253,105 @@ fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_
         .collect();
     assert_eq!(rounds.len(), 16, "every (round, contender) measured once");
     assert_eq!(out3.run_dir, out.run_dir);
+}
+
+/// A server that computes differently: Debian's mariadbd with div_precision_increment changed,
+/// as a wrong setting or a miscompiled division would.
+fn broken_server(dir: &Path) -> PathBuf {
+    // Laid out like a build tree (share files beside sql/), as the stand-in builds are.
+    let dir = dir.join("broken");
+    fs::create_dir_all(dir.join("sql")).unwrap();
+    std::os::unix::fs::symlink("/usr/share/mysql", dir.join("share")).unwrap();
+    let p = dir.join("sql/mariadbd");
+    fs::write(
+        &p,
+        "#!/bin/sh\nexec /usr/sbin/mariadbd \"$@\" --div-precision-increment=2\n",
+    )
+    .unwrap();
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+#[test]
+fn a_variant_failing_the_servers_own_tests_is_stopped_by_the_gate_with_the_tests_name() {
+    let t = tempfile::tempdir().unwrap();
+    let work = t.path().join("work");
+    let profile = t.path().join("gcda");
+    fs::create_dir_all(&profile).unwrap();
+    fs::write(profile.join("a.gcda"), b"prepared").unwrap();
+    let mut req = request(
+        Recipe::load(standin().join("recipe.toml").to_str().unwrap()).unwrap(),
+        standin(),
+        Compiler::find("gcc", None).unwrap(),
+        "pgo",
+        Some(profile),
+        tiny_bench(2),
+        work.clone(),
+    );
+    req.gate = pgoforge::gate::mtr::GateMode::Mtr;
+    req.package = false;
+    req.outside.push(pgoforge::bench::run::Contender {
+        name: "broken".into(),
+        binary: broken_server(t.path()),
+        buffer_pool_mb: None,
+    });
+    let plan = RunPlan::resolve(req, &Env::default()).unwrap();
+    let events = Collect::default();
+    let (out, report) = pipeline::run(&plan, &events).unwrap_or_else(|e| panic!("{e:#}"));
+    let stages = started(&events);
+    assert!(
+        stages.windows(2).any(|w| w == ["gate", "mtr"]),
+        "{stages:?}"
+    );
+    // The quick gate cannot see it (integer tables); MTR does, names the test and shows the diff.
+    let warning = out
+        .warnings
+        .iter()
+        .find(|w| w.starts_with("broken: stopped by the gate"))
+        .unwrap_or_else(|| panic!("{:?}", out.warnings));
+    assert!(warning.contains("main.func_math (fail)"), "{warning}");
+    assert!(warning.contains("+"), "the diff is shown: {warning}");
+    // Stopped: not benchmarked (so never packaged); the good variant is.
+    let names: Vec<&str> = out.contenders.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["baseline", "pgo"]);
+    assert!(report.cells.iter().all(|c| c.contender != "broken"));
+    let results = fs::read_to_string(out.run_dir.join("results.jsonl")).unwrap();
+    assert!(!results.contains("\"broken\""));
+    // The record: every binary ran every test; only broken regressed, and the baseline failed none.
+    let g: pgoforge::gate::mtr::MtrGate =
+        serde_json::from_str(&fs::read_to_string(work.join("gate/mtr/result.json")).unwrap())
+            .unwrap();
+    assert_eq!(g.runs.len(), 3);
+    for r in &g.runs {
+        assert_eq!(r.tests.len(), 3, "{}: {:?}", r.name, r.tests);
+    }
+    assert!(g.baseline_failures.is_empty(), "{:?}", g.baseline_failures);
+    let regressed: Vec<(&str, &str)> = g
+        .regressions
+        .iter()
+        .map(|r| (r.variant.as_str(), r.test.as_str()))
+        .collect();
+    assert!(
+        regressed.contains(&("broken", "main.func_math")),
+        "{regressed:?}"
+    );
+    assert!(regressed.iter().all(|(v, _)| *v == "broken"));
+    // mysqltest's reject files are kept with the run, not left in the shared test tree.
+    let left: Vec<_> = fs::read_dir("/usr/share/mysql/mysql-test/main")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "reject"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    assert!(work
+        .join("gate/mtr/candidate1/rejects/func_math.reject")
+        .is_file());
+    // The report names the stopped variant, the test and the changed lines.
+    let text = pgoforge::bench::export::text::text(&report);
+    let line = text
+        .lines()
+        .find(|l| l.contains("main.func_math fails on broken"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains(" | +"), "{line}");
+    assert!(text.contains("baseline: 3 passed, 0 failed"), "{text}");
 }

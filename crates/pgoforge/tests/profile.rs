@@ -149,7 +149,7 @@ fn clang_profiles_are_merged_with_the_matching_tool_and_summarized() {
     let clang = Compiler::find("clang-16", None).unwrap();
     let (gen, _) = fixture_build(work.path(), "pgo-gen", &clang, None);
     let dir = gen.profile_gen_dir.clone().unwrap();
-    assert!(train::merge_profraw(&gen, &dir).is_err() || !dir.exists());
+    assert!(train::merge_profraw(&gen, &dir, None).is_err() || !dir.exists());
     let pattern = dir.join("%m-%p.profraw");
     let st = Command::new(&gen.binary)
         .args(["all", "20000"])
@@ -157,7 +157,7 @@ fn clang_profiles_are_merged_with_the_matching_tool_and_summarized() {
         .status()
         .unwrap();
     assert!(st.success());
-    let merged = train::merge_profraw(&gen, &dir).unwrap();
+    let merged = train::merge_profraw(&gen, &dir, None).unwrap();
     let s = check_profdata(&merged, clang.profdata().unwrap()).unwrap();
     assert!(s.functions.unwrap() >= 5, "{s:?}");
     assert!(s.functions_with_counts.unwrap() >= 4, "{s:?}");
@@ -307,6 +307,7 @@ fn a_training_run_that_writes_no_profile_stores_nothing() {
     let e = train::train(
         &TrainRequest {
             gen: &gen,
+            base: None,
             spec: small_spec(),
             mix: &mix,
             work_dir: work.path(),
@@ -331,6 +332,7 @@ fn a_killed_instrumented_server_means_no_profile() {
             train::train(
                 &TrainRequest {
                     gen: &gen,
+                    base: None,
                     spec: small_spec(),
                     mix: &mix,
                     work_dir: work.path(),

@@ -104,6 +104,10 @@ pub struct Report {
     /// which the warnings measure the run's scatter against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise_floor: Option<super::calibrate::Calibration>,
+    /// The gate's MTR step, when the run had one: what each binary passed, what failed on the
+    /// baseline already, and the regressions that stopped variants.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<crate::gate::mtr::MtrGate>,
     /// What to package (absent in reports made before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<Decision>,
@@ -288,6 +292,7 @@ pub fn build_against(dir: &Path, baseline: Option<&str>) -> Result<Report> {
     let decision = decide(&plan, &cells, &geomeans);
     let rounds_found = records.iter().map(|r| r.round).max().unwrap_or(0);
     Ok(Report {
+        gate: crate::gate::mtr::read_copy(dir)?,
         environment: environment(dir, &records),
         cachegrind: super::cachegrind::read_records(dir)?,
         orders: orders(&records),

@@ -147,6 +147,13 @@ pub fn plan(req: &BuildRequest) -> Result<(String, PathBuf)> {
 /// Whether `variant`, `profile` and `compiler` go together: needs no source, so `pgoforge build`
 /// checks it before fetching anything.
 pub fn check_inputs(v: Variant, profile: Option<&ProfileInput>, compiler: &Compiler) -> Result<()> {
+    if matches!(v.stage, Stage::CsGen | Stage::CsUse) && compiler.family != FlagFamily::Clang {
+        bail!(
+            "variant {v} is context-sensitive PGO, which only clang has; build it with \
+             --compiler clang, or choose pgo or pgo+lto for {}",
+            compiler.label()
+        );
+    }
     match profile {
         None if v.needs_profile() => bail!(
             "variant {v} needs a profile: give --profile (the gcda directory or .profdata file \
@@ -304,7 +311,7 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
         profile_hash,
         binary_size: fs::metadata(&binary)?.len(),
         binary,
-        profile_gen_dir: (v.stage == Stage::PgoGen).then_some(gen_dir),
+        profile_gen_dir: v.instrumented().then_some(gen_dir),
         flags,
         missing_profile_warnings: missing_profile_warnings(&log_path),
         seconds: earlier.seconds + t0.elapsed().as_secs_f64(),
@@ -386,7 +393,7 @@ fn configure_command(req: &BuildRequest, build_dir: &Path, flags: &FlagSet) -> C
         .arg(format!("-DCMAKE_MODULE_LINKER_FLAGS={ldflags}"))
         .args(&req.recipe.build.cmake_args)
         .args(&flags.cmake_defs);
-    if req.variant.stage != Stage::PgoGen {
+    if !req.variant.instrumented() {
         if let Some(cc) = crate::infra::tools::which("ccache") {
             c.arg(format!("-DCMAKE_C_COMPILER_LAUNCHER={}", cc.display()));
             c.arg(format!("-DCMAKE_CXX_COMPILER_LAUNCHER={}", cc.display()));

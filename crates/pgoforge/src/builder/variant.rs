@@ -20,6 +20,11 @@ pub enum Stage {
     PgoGen,
     /// Optimized with a profile.
     PgoUse,
+    /// Context-sensitive instrumentation (clang): optimized with the first profile, then
+    /// instrumented again after inlining, so the second profile counts each inlined copy apart.
+    CsGen,
+    /// Optimized with the first profile merged with the context-sensitive one.
+    CsUse,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -34,10 +39,26 @@ pub struct Variant {
 
 impl Variant {
     pub const NAMES: &'static str =
-        "baseline, lto, pgo-gen, pgo, pgo+lto; each optionally +bolt and/or +native";
+        "baseline, lto, pgo-gen, pgo, pgo+lto, cs-pgo, cs-pgo+lto (clang); each optionally +bolt and/or +native";
 
     pub fn needs_profile(&self) -> bool {
-        self.stage == Stage::PgoUse
+        matches!(self.stage, Stage::PgoUse | Stage::CsGen | Stage::CsUse)
+    }
+
+    /// Whether the binary writes a profile when run.
+    pub fn instrumented(&self) -> bool {
+        matches!(self.stage, Stage::PgoGen | Stage::CsGen)
+    }
+
+    /// The instrumented build whose training gives a cs variant its second profile: the same
+    /// variant (same LTO, same flags, so the same inlining) built with -fcs-profile-generate.
+    /// Bolt-readiness only keeps relocations, so one cs-gen build serves cs-pgo and cs-pgo+bolt.
+    pub fn cs_gen(&self) -> Option<Variant> {
+        (self.stage == Stage::CsUse).then_some(Variant {
+            stage: Stage::CsGen,
+            bolt_ready: false,
+            ..*self
+        })
     }
 }
 
@@ -50,6 +71,10 @@ impl fmt::Display for Variant {
             (Stage::PgoGen, true) => "pgo-gen+lto",
             (Stage::PgoUse, false) => "pgo",
             (Stage::PgoUse, true) => "pgo+lto",
+            (Stage::CsGen, false) => "cs-pgo-gen",
+            (Stage::CsGen, true) => "cs-pgo-gen+lto",
+            (Stage::CsUse, false) => "cs-pgo",
+            (Stage::CsUse, true) => "cs-pgo+lto",
         };
         f.write_str(base)?;
         if self.bolt_ready {
@@ -72,6 +97,8 @@ impl FromStr for Variant {
             "lto" => (Stage::Baseline, true),
             "pgo-gen" => (Stage::PgoGen, false),
             "pgo" => (Stage::PgoUse, false),
+            "cs-pgo-gen" => (Stage::CsGen, false),
+            "cs-pgo" => (Stage::CsUse, false),
             _ => {
                 return Err(format!(
                     "unknown variant '{s}'; variants are {}",
@@ -199,6 +226,24 @@ pub fn flags(i: &FlagInputs) -> FlagSet {
                 f.cmake_defs.push(a.to_string());
             }
         }
+        // Context-sensitive PGO is clang's alone (the plan refuses it for GCC); its flags are
+        // given directly whatever the recipe's PGO style, since MySQL's FPROFILE_* switches
+        // know nothing of it. With ThinLTO, clang passes both to lld's LTO backend, where the
+        // post-inline instrumentation and use happen.
+        Stage::CsGen | Stage::CsUse => {
+            let p = i
+                .profile
+                .map(|p| p.path().display().to_string())
+                .unwrap_or_default();
+            let mut both = vec![format!("-fprofile-use={p}")];
+            if i.variant.stage == Stage::CsGen {
+                both.push(format!("-fcs-profile-generate={}", i.gen_dir.display()));
+            } else if let Some(a) = i.version_suffix_arg {
+                f.cmake_defs.push(a.to_string());
+            }
+            f.cflags.extend(both.iter().cloned());
+            f.ldflags.extend(both);
+        }
     }
     if i.variant.lto {
         if gcc {
@@ -244,6 +289,9 @@ mod tests {
             "pgo+lto+bolt",
             "baseline+bolt+native",
             "pgo-gen+bolt",
+            "cs-pgo-gen+lto",
+            "cs-pgo+lto+bolt",
+            "cs-pgo",
         ] {
             assert_eq!(n.parse::<Variant>().unwrap().to_string(), n);
         }
@@ -312,6 +360,25 @@ mod tests {
         );
         assert!(!c.cflags.iter().any(|f| f.contains("reorder-blocks")));
         assert!(mk("baseline", &gcc) == FlagSet::default());
+        let cs = mk("cs-pgo-gen+lto", &clang);
+        for want in [
+            "-fprofile-use=/p",
+            "-fcs-profile-generate=/gen",
+            "-flto=thin",
+        ] {
+            assert!(
+                cs.cflags.contains(&want.to_string()) && cs.ldflags.contains(&want.to_string()),
+                "{want} in {cs:?}"
+            );
+        }
+        let cs = mk("cs-pgo+lto", &clang);
+        assert!(cs.ldflags.contains(&"-fprofile-use=/p".into()));
+        assert!(!cs.cflags.iter().any(|f| f.contains("generate")));
+        assert_eq!(cs.cmake_defs, vec!["-DMYSQL_SERVER_SUFFIX=-pgo"]);
+        let v: Variant = "cs-pgo+lto+bolt".parse().unwrap();
+        assert_eq!(v.cs_gen().unwrap().to_string(), "cs-pgo-gen+lto");
+        assert!(v.cs_gen().unwrap().instrumented() && v.needs_profile());
+        assert_eq!("pgo+lto".parse::<Variant>().unwrap().cs_gen(), None);
     }
 
     #[test]

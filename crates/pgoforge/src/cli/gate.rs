@@ -1,13 +1,17 @@
-//! `pgoforge gate`: checks that optimized binaries compute what the baseline computes.
+//! `pgoforge gate`: checks that optimized binaries compute what the baseline computes: the quick
+//! CHECKSUM gate, then (`--gate mtr|full`) the server's own regression tests from the baseline's
+//! build tree.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{bail, Context, Result};
 use clap::Args;
+use pgoforge::gate::mtr::GateMode;
 use pgoforge::gate::GateWorkload;
 use pgoforge::pipeline::stage::Ctx;
-use pgoforge::pipeline::stages::GateStage;
+use pgoforge::pipeline::stages::{GateStage, MtrStage};
 use pgoforge::pipeline::Tracker;
+use pgoforge::recipe::Recipe;
 
 use super::args::{ServerConfigArgs, WorkDirArgs};
 
@@ -34,12 +38,84 @@ pub struct GateArgs {
     events: u64,
     #[command(flatten)]
     server: ServerConfigArgs,
-    /// Print the checksums as JSON.
+    /// quick (the seeded workload and CHECKSUM TABLE), mtr (then the recipe's subset of the
+    /// server's own regression tests, run from the baseline's build tree), full (then whole suites).
+    #[arg(long, default_value = "quick", value_parser = |s: &str| s.parse::<GateMode>())]
+    gate: GateMode,
+    /// The recipe naming the MTR tests and tools (with --gate mtr|full).
+    #[arg(long, default_value = pgoforge::recipe::DEFAULT)]
+    recipe: String,
+    /// MTR tests instead of the recipe's subset, comma-separated suite.test names.
+    #[arg(long = "mtr-suite", value_delimiter = ',')]
+    mtr_suite: Option<Vec<String>>,
+    /// Print the result as JSON.
     #[arg(long)]
     json: bool,
 }
 
+/// The MTR step for a baseline inside its build tree: the build directory is the baseline's path
+/// less the recipe's binary path, the test files are the source tree's (CMake's cache names it).
+fn mtr_stage<'a>(a: &'a GateArgs, recipe: &'a Recipe) -> Result<Option<MtrStage<'a>>> {
+    if a.gate == GateMode::Quick {
+        if a.mtr_suite.is_some() {
+            bail!("--mtr-suite names MTR tests, but --gate quick runs none; add --gate mtr");
+        }
+        return Ok(None);
+    }
+    let Some(spec) = recipe.mtr.as_ref() else {
+        bail!(
+            "--gate {:?}: recipe {} names no MTR tests (no [mtr] section); use --gate quick or a recipe with one",
+            a.gate,
+            recipe.name
+        );
+    };
+    let baseline = std::fs::canonicalize(&a.baseline)
+        .with_context(|| format!("--baseline {}", a.baseline.display()))?;
+    let rel = Path::new(&recipe.build.binary);
+    let build_dir = baseline
+        .to_str()
+        .and_then(|b| b.strip_suffix(rel.to_str()?))
+        .map(|d| PathBuf::from(d.trim_end_matches('/')))
+        .filter(|d| d.join("CMakeCache.txt").is_file())
+        .with_context(|| {
+            format!(
+                "--gate mtr runs MTR from the baseline's build tree, but {} is not <build dir>/{} \
+                 of a CMake build; give the baseline's binary inside its build directory",
+                baseline.display(),
+                rel.display()
+            )
+        })?;
+    let cache = std::fs::read_to_string(build_dir.join("CMakeCache.txt"))
+        .with_context(|| format!("reading {}/CMakeCache.txt", build_dir.display()))?;
+    let source = cache
+        .lines()
+        .find_map(|l| l.strip_prefix("CMAKE_HOME_DIRECTORY:INTERNAL="))
+        .context("CMakeCache.txt names no source directory (CMAKE_HOME_DIRECTORY)")?;
+    let (tests, args) = spec.selection(a.gate, a.mtr_suite.as_deref());
+    let mut identities = vec![("baseline".to_string(), baseline.display().to_string())];
+    identities.extend(
+        a.candidates
+            .iter()
+            .map(|(n, p)| (n.clone(), p.display().to_string())),
+    );
+    Ok(Some(MtrStage {
+        spec,
+        mode: a.gate,
+        tests,
+        args,
+        tests_dir: Path::new(source).join(&spec.tests_dir),
+        build_dir,
+        server_rel: rel.to_path_buf(),
+        baseline,
+        candidates: a.candidates.clone(),
+        identities,
+    }))
+}
+
 pub fn main(a: GateArgs) -> Result<i32> {
+    let recipe = Recipe::load(&a.recipe)?;
+    // Checked before any server starts.
+    let mtr = mtr_stage(&a, &recipe)?;
     let (work, _lock) = a.work.locked()?;
     let reporter = super::reporter(a.json);
     let cx = Ctx {
@@ -65,17 +141,53 @@ pub fn main(a: GateArgs) -> Result<i32> {
         },
         &cx,
     )?;
+    let mtr = match &mtr {
+        Some(stage) => Some(Tracker::ephemeral().run(stage, &cx)?),
+        None => None,
+    };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&sums)?);
-        return Ok(0);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "checksums": sums, "mtr": mtr }))?
+        );
+        return Ok(if mtr.as_ref().is_some_and(|g| !g.regressions.is_empty()) {
+            1
+        } else {
+            0
+        });
     }
     for s in &sums {
         let t: Vec<String> = s.tables.iter().map(|(t, v)| format!("{t}={v}")).collect();
         println!("{}: {}", s.binary.display(), t.join(" "));
     }
     println!(
-        "correctness gate passed: {} binaries compute what the baseline computes",
+        "quick gate passed: {} binaries leave the baseline's checksums",
         a.candidates.len()
     );
-    Ok(0)
+    let Some(g) = mtr else { return Ok(0) };
+    for line in g.report_lines() {
+        println!("mtr: {line}");
+    }
+    if g.regressions.is_empty() {
+        println!(
+            "mtr gate passed: no test that passes on the baseline fails on a candidate (results in {}/gate/mtr)",
+            work.display()
+        );
+        Ok(0)
+    } else {
+        for r in &g.regressions {
+            eprintln!(
+                "--- {} on {} ({}):\n{}",
+                r.test,
+                r.variant,
+                r.outcome,
+                r.detail.trim_end()
+            );
+        }
+        eprintln!(
+            "mtr gate failed: {} stopped by tests that pass on the baseline",
+            g.stopped().join(", ")
+        );
+        Ok(1)
+    }
 }

@@ -8,6 +8,7 @@ use clap::Args;
 use pgoforge::bench::report;
 use pgoforge::builder::Variant;
 use pgoforge::events::Reporter;
+use pgoforge::gate::mtr::GateMode;
 use pgoforge::infra::time::human;
 use pgoforge::pipeline::{self, deps, Env, Outcome, RunPlan, RunRequest};
 use pgoforge::recipe::Recipe;
@@ -59,6 +60,16 @@ pub struct RunArgs {
     server: ServerConfigArgs,
     #[command(flatten)]
     guard: GuardArgs,
+    /// How much the correctness gate checks: quick (a seeded write workload, CHECKSUM TABLE),
+    /// mtr (quick, then the recipe's subset of the server's own regression tests, a few minutes
+    /// per binary), full (quick, then the recipe's whole MTR suites: hours) [mtr when the recipe
+    /// names MTR tests, else quick].
+    #[arg(long, value_parser = |s: &str| s.parse::<GateMode>())]
+    gate: Option<GateMode>,
+    /// MTR tests instead of the recipe's subset, comma-separated suite.test names (e.g.
+    /// main.ps,innodb.foreign_key).
+    #[arg(long = "mtr-suite", value_delimiter = ',')]
+    mtr_suite: Option<Vec<String>>,
     /// BOLT optimization flags instead of the probed ones, space-separated.
     #[arg(long = "bolt-flags")]
     bolt_flags: Option<String>,
@@ -162,6 +173,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
     if !a.plan {
         ensure_deps(&a, &recipe, needs_bolt, reporter.as_ref())?;
     }
+    let recipe_has_mtr = recipe.mtr.is_some();
     let request = RunRequest {
         recipe,
         source: a.source.source.clone(),
@@ -181,6 +193,12 @@ pub fn main(a: RunArgs) -> Result<i32> {
         outside: a.binaries.clone(),
         guard: a.guard.guard(),
         auto_rounds: !a.bench.rounds_given(),
+        gate: a.gate.unwrap_or(if recipe_has_mtr {
+            GateMode::Mtr
+        } else {
+            GateMode::Quick
+        }),
+        mtr_tests: a.mtr_suite.clone(),
     };
     let plan = RunPlan::resolve(request, &Env::probe())?;
     if a.plan {

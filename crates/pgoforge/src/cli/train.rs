@@ -55,6 +55,7 @@ pub fn main(a: TrainArgs) -> Result<i32> {
     let stored = t.run(
         &TrainStage {
             gen: &gen,
+            base: None,
             mix: &mix,
             server: &config,
         },

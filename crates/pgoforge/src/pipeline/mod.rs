@@ -25,6 +25,7 @@ use crate::bench::report::Report;
 use crate::bench::run::{Contender, Plan};
 use crate::builder::{BuildOutput, ProfileInput, Variant};
 use crate::events::Reporter;
+use crate::gate::mtr::{GateMode, MtrGate};
 use crate::gate::GateWorkload;
 use crate::profile::{check_belongs, Stored};
 use crate::source::Source;
@@ -64,9 +65,20 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
     )?;
     contenders.extend(outside_contenders(req)?);
     t.run(&gate_stage(req, &contenders), &cx)?;
+    let mtr = match mtr_stage(plan, &src, &baseline, &contenders) {
+        Some(stage) => Some(t.run(&stage, &cx)?),
+        None => None,
+    };
+    if let Some(g) = &mtr {
+        stop_regressed(&mut contenders, g, reporter, &mut warnings)?;
+    }
     let seed = t.run(&SeedStage { given: req.seed }, &cx)?;
     let bench = bench_stage(plan, &src, &contenders, seed);
     let run_dir = t.run(&bench, &cx)?;
+    if let Some(g) = &mtr {
+        // The report shows the gate beside the numbers it let through.
+        crate::infra::fs::write_json(&crate::gate::mtr::run_copy(&run_dir), g)?;
+    }
     if req.cachegrind {
         t.run(&cachegrind_stage(plan, &bench.plan, &run_dir), &cx)?;
     }
@@ -146,7 +158,7 @@ fn unfinished_builds(plan: &RunPlan, src: &Source, given: Option<&Profile>, work
             let p = match b.profile {
                 ProfileFrom::None => None,
                 ProfileFrom::Given => given.map(|(i, _)| i),
-                ProfileFrom::Trained => return true,
+                ProfileFrom::Trained | ProfileFrom::CsTrained => return true,
             };
             !build_stage(plan, src, b.variant, p).finished(work)
         })
@@ -171,12 +183,36 @@ fn train_profile(
     let stored = t.run(
         &TrainStage {
             gen: &gen,
+            base: None,
             mix: &plan.request.mix,
             server: &plan.request.server,
         },
         cx,
     )?;
     Ok(Some((stored.input(), Some(stored))))
+}
+
+/// The profile of a cs-pgo variant: its cs-pgo-gen build (optimized with the first profile)
+/// trained on the same mix, the counts merged with the first profile.
+fn cs_profile(
+    plan: &RunPlan,
+    src: &Source,
+    gen: Variant,
+    first: &ProfileInput,
+    t: &mut Tracker,
+    cx: &Ctx,
+) -> Result<ProfileInput> {
+    let gen = t.run(&build_stage(plan, src, gen, Some(first)), cx)?;
+    let stored = t.run(
+        &TrainStage {
+            gen: &gen,
+            base: Some(first.path()),
+            mix: &plan.request.mix,
+            server: &plan.request.server,
+        },
+        cx,
+    )?;
+    Ok(stored.input())
 }
 
 /// The optimized builds and their BOLTed binaries, in the plan's contender order. A variant that
@@ -197,14 +233,30 @@ fn build_contenders(
     };
     let mut built: Vec<(Variant, BuildOutput)> = vec![(baseline_variant(plan), baseline.clone())];
     for b in &plan.builds[1..] {
-        if b.variant.stage == crate::builder::Stage::PgoGen {
+        if b.variant.instrumented() {
             continue;
         }
-        let input = b
-            .variant
-            .needs_profile()
-            .then(|| profile.map(|(i, _)| i))
-            .flatten();
+        let first = profile.map(|(i, _)| i);
+        let cs = match (b.variant.cs_gen(), first) {
+            (Some(g), Some(first)) => match cs_profile(plan, src, g, first, t, cx) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    warn(
+                        warnings,
+                        format!(
+                            "{}: no context-sensitive profile, left out of the comparison: {e:#}",
+                            b.variant
+                        ),
+                    );
+                    continue;
+                }
+            },
+            _ => None,
+        };
+        let input = match &cs {
+            Some(p) => Some(p),
+            None => b.variant.needs_profile().then_some(first).flatten(),
+        };
         // A failed build is never cached, so a rerun tries it again.
         match t.run(&build_stage(plan, src, b.variant, input), cx) {
             Ok(out) => {
@@ -308,17 +360,86 @@ fn identities(contenders: &[Built]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Every contender but the baseline, as the gate's steps take them.
+fn candidates(contenders: &[Built]) -> Vec<(String, std::path::PathBuf)> {
+    contenders[1..]
+        .iter()
+        .map(|c| (c.name.clone(), c.binary.clone()))
+        .collect()
+}
+
 fn gate_stage<'a>(req: &'a RunRequest, contenders: &[Built]) -> GateStage<'a> {
     GateStage {
         baseline: contenders[0].binary.clone(),
-        candidates: contenders[1..]
-            .iter()
-            .map(|c| (c.name.clone(), c.binary.clone()))
-            .collect(),
+        candidates: candidates(contenders),
         identities: identities(contenders),
         server: &req.server,
         workload: GateWorkload::default(),
     }
+}
+
+/// The MTR step of the gate, when the run's gate includes it.
+fn mtr_stage<'a>(
+    plan: &'a RunPlan,
+    src: &Source,
+    baseline: &BuildOutput,
+    contenders: &[Built],
+) -> Option<MtrStage<'a>> {
+    let req = &plan.request;
+    let spec = req
+        .recipe
+        .mtr
+        .as_ref()
+        .filter(|_| req.gate != GateMode::Quick)?;
+    let (tests, args) = spec.selection(req.gate, req.mtr_tests.as_deref());
+    Some(MtrStage {
+        spec,
+        mode: req.gate,
+        tests,
+        args,
+        build_dir: baseline.build_dir.clone(),
+        server_rel: req.recipe.build.binary.clone().into(),
+        tests_dir: src.dir.join(&spec.tests_dir),
+        baseline: contenders[0].binary.clone(),
+        candidates: candidates(contenders),
+        identities: identities(contenders),
+    })
+}
+
+/// Takes the variants MTR found a regression in out of the benchmark (and so out of packaging),
+/// naming the test and showing its diff.
+fn stop_regressed(
+    contenders: &mut Vec<Built>,
+    g: &MtrGate,
+    reporter: &dyn Reporter,
+    warnings: &mut Vec<String>,
+) -> Result<()> {
+    for name in g.stopped() {
+        let tests: Vec<String> = g
+            .regressions
+            .iter()
+            .filter(|r| r.variant == name)
+            .map(|r| {
+                let diff: Vec<&str> = r.detail.lines().take(20).collect();
+                format!("  {} ({}):\n    {}", r.test, r.outcome, diff.join("\n    "))
+            })
+            .collect();
+        let msg = format!(
+            "{name}: stopped by the gate, left out of the benchmark and never packaged: {} MTR tests pass on the baseline and not on {name}:\n{}",
+            tests.len(),
+            tests.join("\n")
+        );
+        reporter.warning(&msg);
+        warnings.push(msg);
+        contenders.retain(|c| c.name != name);
+    }
+    if contenders.len() < 2 {
+        bail!(
+            "the gate stopped every variant; nothing left to compare with the baseline:\n{}",
+            warnings.join("\n")
+        );
+    }
+    Ok(())
 }
 
 fn bench_stage(plan: &RunPlan, src: &Source, contenders: &[Built], seed: u64) -> BenchStage {

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::bench::spec::BenchSpec;
 use crate::builder::{Stage as BuildKind, Variant};
+use crate::gate::mtr::GateMode;
 use crate::profile::train::Mix;
 use crate::recipe::Recipe;
 use crate::server::ServerConfig;
@@ -54,6 +55,11 @@ pub struct RunRequest {
     /// Raise the benchmark's rounds to what the exact test needs for the run's comparisons
     /// (`--rounds` not given).
     pub auto_rounds: bool,
+    /// How much the gate checks: quick (CHECKSUM), mtr (and the recipe's MTR subset), full (and
+    /// its whole MTR suites).
+    pub gate: GateMode,
+    /// Tests instead of the recipe's subset (`--mtr-suite`).
+    pub mtr_tests: Option<Vec<String>>,
     /// Build a variant listed both plain and +bolt twice (plain, and bolt-ready for BOLT)
     /// instead of letting the bolt-ready build serve both.
     pub separate_bolt_builds: bool,
@@ -80,6 +86,9 @@ pub enum ProfileFrom {
     Given,
     /// Trained on the pgo-gen build in this run.
     Trained,
+    /// The first profile merged with the counts of this run's cs-pgo-gen build, trained on the
+    /// same mix.
+    CsTrained,
 }
 
 /// One build of the run.
@@ -146,9 +155,21 @@ impl RunPlan {
                 // Its contender comes with the bolt-ready build below.
                 continue;
             }
+            if let Some(g) = v.cs_gen() {
+                // One cs-pgo-gen build and training serve cs-pgo+X and cs-pgo+X+bolt alike.
+                if !builds.iter().any(|b| b.variant == g) {
+                    builds.push(PlannedBuild {
+                        variant: g,
+                        profile: from,
+                    });
+                    stages.extend([format!("build {g}"), format!("train {g}")]);
+                }
+            }
             builds.push(PlannedBuild {
                 variant: v,
-                profile: if v.needs_profile() {
+                profile: if v.cs_gen().is_some() {
+                    ProfileFrom::CsTrained
+                } else if v.needs_profile() {
                     from
                 } else {
                     ProfileFrom::None
@@ -209,7 +230,11 @@ impl RunPlan {
                 .clone()
                 .with_rounds_for(contenders.len() + req.outside.len());
         }
-        stages.extend(["gate".into(), "seed".into(), "bench".into()]);
+        stages.push("gate".into());
+        if req.gate != GateMode::Quick {
+            stages.push("mtr".into());
+        }
+        stages.extend(["seed".into(), "bench".into()]);
         if req.cachegrind {
             stages.push("cachegrind".into());
         }
@@ -254,14 +279,40 @@ fn check(req: &RunRequest, env: &Env) -> Result<()> {
             bail!("variant {v} is listed twice");
         }
     }
-    if req.variants.iter().any(|v| v.stage == BuildKind::PgoGen) {
-        bail!("pgo-gen is the instrumented build used for training, not a variant to compare; choose from pgo, pgo+lto, lto (each optionally +bolt)");
+    if req.variants.iter().any(Variant::instrumented) {
+        bail!("pgo-gen and cs-pgo-gen are the instrumented builds used for training, not variants to compare; choose from pgo, pgo+lto, lto, cs-pgo+lto (each optionally +bolt)");
+    }
+    if let Some(v) = req
+        .variants
+        .iter()
+        .find(|v| v.stage == BuildKind::CsUse)
+        .filter(|_| req.compiler.family != crate::toolchain::FlagFamily::Clang)
+    {
+        bail!(
+            "variant {v} is context-sensitive PGO, which only clang has; add --compiler clang, \
+             or leave {v} out for {}",
+            req.compiler.label()
+        );
     }
     if let Err(e) = req.bench.check() {
         bail!("{e}");
     }
     if req.mix.phases.is_empty() {
         bail!("--mix has no phases");
+    }
+    if req.gate != GateMode::Quick && req.recipe.mtr.is_none() {
+        bail!(
+            "--gate {}: recipe {} names no MTR tests (no [mtr] section); add one to a recipe that \
+             extends it, or use --gate quick",
+            format!("{:?}", req.gate).to_lowercase(),
+            req.recipe.name
+        );
+    }
+    if req.gate == GateMode::Quick && req.mtr_tests.is_some() {
+        bail!("--mtr-suite names MTR tests, but --gate quick runs none; drop one of them");
+    }
+    if req.mtr_tests.as_ref().is_some_and(Vec::is_empty) {
+        bail!("--mtr-suite is empty; name tests as suite.test, comma-separated");
     }
     let wants_bolt = req.variants.iter().any(|v| v.bolt_ready);
     if wants_bolt && env.bolt.is_none() {
@@ -314,6 +365,8 @@ mod tests {
             outside: Vec::new(),
             guard: crate::bench::run::Guard::allow_busy(),
             auto_rounds: false,
+            gate: GateMode::Quick,
+            mtr_tests: None,
         }
     }
 
@@ -390,6 +443,30 @@ mod tests {
             names(&p),
             ["baseline", "pgo+lto", "pgo+lto-prebolt", "pgo+lto+bolt"]
         );
+        // Context-sensitive PGO: a cs-pgo-gen build on the first profile, its own training, then
+        // the cs-pgo build; one of each serves the plain and the +bolt contender.
+        let mut r = request(&["pgo+lto", "cs-pgo+lto+bolt", "cs-pgo+lto"]);
+        r.compiler.family = FlagFamily::Clang;
+        let p = RunPlan::resolve(r, &with_bolt()).unwrap();
+        assert_eq!(
+            builds(&p),
+            [
+                "baseline",
+                "pgo-gen",
+                "pgo+lto",
+                "cs-pgo-gen+lto",
+                "cs-pgo+lto+bolt"
+            ]
+        );
+        assert_eq!(
+            (p.builds[3].profile, p.builds[4].profile),
+            (ProfileFrom::Trained, ProfileFrom::CsTrained)
+        );
+        assert_eq!(
+            names(&p),
+            ["baseline", "pgo+lto", "cs-pgo+lto", "cs-pgo+lto+bolt"]
+        );
+        assert!(p.stages.contains(&"train cs-pgo-gen+lto".to_string()));
         // No profile needed: no pgo-gen, no training.
         let p = RunPlan::resolve(request(&["lto"]), &Env::default()).unwrap();
         assert_eq!(p.builds.len(), 2);
@@ -401,6 +478,8 @@ mod tests {
         let e = |r: RunRequest, env: &Env| RunPlan::resolve(r, env).unwrap_err().to_string();
         assert!(e(request(&[]), &with_bolt()).contains("no variants"));
         assert!(e(request(&["pgo-gen"]), &with_bolt()).contains("used for training"));
+        assert!(e(request(&["cs-pgo-gen+lto"]), &with_bolt()).contains("used for training"));
+        assert!(e(request(&["cs-pgo+lto"]), &with_bolt()).contains("only clang has"));
         assert!(e(request(&["pgo", "pgo"]), &with_bolt()).contains("pgo is listed twice"));
         let outside = |name: &str, path: &str| {
             let mut r = request(&["pgo"]);
@@ -421,6 +500,23 @@ mod tests {
         let mut r = request(&["pgo"]);
         r.bench.rounds = 0;
         assert!(e(r, &with_bolt()).contains("at least 1"));
+        let mut r = request(&["pgo"]);
+        r.gate = GateMode::Mtr;
+        r.recipe.mtr = None;
+        assert!(e(r, &with_bolt()).contains("names no MTR tests"));
+        let mut r = request(&["pgo"]);
+        r.mtr_tests = Some(vec!["main.ps".into()]);
+        assert!(e(r, &with_bolt()).contains("--gate quick runs none"));
+        let mut r = request(&["pgo"]);
+        r.gate = GateMode::Mtr;
+        r.mtr_tests = Some(vec![]);
+        assert!(e(r, &with_bolt()).contains("--mtr-suite is empty"));
+        let mut r = request(&["pgo"]);
+        r.gate = GateMode::Mtr;
+        assert!(RunPlan::resolve(r, &with_bolt())
+            .unwrap()
+            .stages
+            .contains(&"mtr".to_string()));
         let mut r = request(&["pgo"]);
         r.mix.phases.clear();
         assert!(e(r, &with_bolt()).contains("no phases"));

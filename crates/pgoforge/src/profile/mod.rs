@@ -39,6 +39,9 @@ pub struct Summary {
     pub hottest: Vec<String>,
     /// BOLT: "N out of M functions have non-empty execution profile".
     pub note: Option<String>,
+    /// Functions with context-sensitive (post-inline) records: a cs-pgo profile has them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_sensitive_functions: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -240,6 +243,16 @@ pub fn check_profdata(file: &Path, profdata_tool: &Path) -> Result<Summary> {
             file.display()
         );
     }
+    // `show` counts the plain records only; --showcs counts the context-sensitive ones.
+    let cs = Command::new(profdata_tool)
+        .args(["show", "--showcs"])
+        .arg(file)
+        .output()?;
+    let context_sensitive_functions = String::from_utf8_lossy(&cs.stdout)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Total functions:"))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|n| *n > 0);
     Ok(Summary {
         files: 1,
         bytes: len,
@@ -247,6 +260,7 @@ pub fn check_profdata(file: &Path, profdata_tool: &Path) -> Result<Summary> {
         functions_with_counts: Some(with_counts),
         hottest,
         note: None,
+        context_sensitive_functions,
     })
 }
 

@@ -209,8 +209,11 @@ pub fn run_mix(state: &ServerState, mix: &Mix, log: &dyn Fn(&str)) -> Result<()>
 }
 
 pub struct TrainRequest<'a> {
-    /// The pgo-gen build.
+    /// The instrumented build: pgo-gen, or cs-pgo-gen.
     pub gen: &'a BuildOutput,
+    /// For a cs-pgo-gen build, the profile it was optimized with: the stored profile is that one
+    /// merged with the context-sensitive counts, as the cs-pgo build needs both.
+    pub base: Option<&'a Path>,
     /// Server settings; the binary is replaced by the instrumented one.
     pub spec: ServerSpec,
     pub mix: &'a Mix,
@@ -220,9 +223,9 @@ pub struct TrainRequest<'a> {
 /// Trains the instrumented build and stores its profile.
 pub fn train(req: &TrainRequest, log: &dyn Fn(&str)) -> Result<Stored> {
     let gen = req.gen;
-    if !gen.variant.starts_with("pgo-gen") {
+    if !gen.variant.starts_with("pgo-gen") && !gen.variant.starts_with("cs-pgo-gen") {
         bail!(
-            "training needs a pgo-gen build; {} is {}",
+            "training needs an instrumented (pgo-gen or cs-pgo-gen) build; {} is {}",
             gen.binary.display(),
             gen.variant
         );
@@ -264,7 +267,7 @@ pub fn train(req: &TrainRequest, log: &dyn Fn(&str)) -> Result<Stored> {
             (ProfileInput::GccDir(gen_dir.clone()), Kind::Gcda, summary)
         }
         FlagFamily::Clang => {
-            let merged = merge_profraw(gen, &gen_dir)?;
+            let merged = merge_profraw(gen, &gen_dir, req.base)?;
             let summary = check_profdata(&merged, gen.compiler.profdata()?)?;
             (ProfileInput::Profdata(merged), Kind::Profdata, summary)
         }
@@ -306,8 +309,9 @@ pub fn train_on(spec: &ServerSpec, inst: &Path, mix: &Mix, log: &dyn Fn(&str)) -
     }
 }
 
-/// Merges the .profraw files of a clang instrumented run with the matching llvm-profdata.
-pub fn merge_profraw(gen: &BuildOutput, dir: &Path) -> Result<PathBuf> {
+/// Merges the .profraw files of a clang instrumented run with the matching llvm-profdata, and
+/// with `base` (the profile a cs-pgo-gen build used) when given.
+pub fn merge_profraw(gen: &BuildOutput, dir: &Path, base: Option<&Path>) -> Result<PathBuf> {
     let raws: Vec<PathBuf> = fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "profraw"))
@@ -325,6 +329,7 @@ pub fn merge_profraw(gen: &BuildOutput, dir: &Path) -> Result<PathBuf> {
             .arg("merge")
             .arg("-o")
             .arg(&merged)
+            .args(base)
             .args(&raws),
         &format!("{} merge", tool.display()),
         Some(&dir.join("merge.log")),

@@ -230,6 +230,20 @@ pub fn document(r: &Report) -> Vec<Block> {
             Block::List(lead, items)
         });
     }
+    if let Some(g) = &r.gate {
+        d.push(Block::List(
+            format!(
+                "Correctness gate: CHECKSUM TABLE after a seeded write workload, then the server's own regression tests (mysql-test-run, {} gate: {}).",
+                format!("{:?}", g.mode).to_lowercase(),
+                if g.tests.is_empty() {
+                    "whole suites".to_string()
+                } else {
+                    format!("{} tests", g.tests.len())
+                }
+            ),
+            g.report_lines(),
+        ));
+    }
     if !r.orders.is_empty() {
         let scheme = if r.plan.order_scheme == 0 {
             "a fresh shuffle each round"

@@ -39,6 +39,11 @@ pub fn text(r: &Report) -> String {
     if let Some(d) = &r.decision {
         let _ = writeln!(o, "decision: {}", d.sentence());
     }
+    if let Some(g) = &r.gate {
+        for line in g.report_lines() {
+            let _ = writeln!(o, "gate (mysql-test-run): {line}");
+        }
+    }
     if let Some(cal) = &r.noise_floor {
         let floors: Vec<String> = cal
             .floors

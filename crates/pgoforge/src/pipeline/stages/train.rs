@@ -14,6 +14,8 @@ use crate::server::{ServerConfig, ServerSpec};
 
 pub struct TrainStage<'a> {
     pub gen: &'a BuildOutput,
+    /// The first profile, for a cs-pgo-gen build (see [`TrainRequest::base`]).
+    pub base: Option<&'a std::path::Path>,
     pub mix: &'a Mix,
     pub server: &'a ServerConfig,
 }
@@ -44,7 +46,12 @@ impl Stage for TrainStage<'_> {
     type Output = Stored;
 
     fn name(&self) -> String {
-        "train".into()
+        // The first training keeps the name it always had (finished runs find it).
+        if self.base.is_some() {
+            format!("train {}", self.gen.variant)
+        } else {
+            "train".into()
+        }
     }
 
     fn key(&self) -> Result<String> {
@@ -61,6 +68,7 @@ impl Stage for TrainStage<'_> {
         let stored = train::train(
             &TrainRequest {
                 gen: self.gen,
+                base: self.base,
                 spec: ServerSpec::with_config(self.server.clone()),
                 mix: self.mix,
                 work_dir: cx.work,
@@ -70,10 +78,16 @@ impl Stage for TrainStage<'_> {
         cx.reporter.message(
             &stage,
             &format!(
-                "profile {} ({} files, {} bytes)",
+                "profile {} ({} files, {} bytes{})",
                 stored.dir.display(),
                 stored.meta.summary.files,
-                stored.meta.summary.bytes
+                stored.meta.summary.bytes,
+                stored
+                    .meta
+                    .summary
+                    .context_sensitive_functions
+                    .map(|n| format!(", {n} functions with context-sensitive counts"))
+                    .unwrap_or_default()
             ),
         );
         Ok(Made::New(stored))

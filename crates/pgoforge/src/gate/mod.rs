@@ -1,6 +1,9 @@
-//! The correctness gate: an optimized binary must compute what the baseline computes. The same
-//! deterministic single-connection write workload (fixed seed) runs on each binary from the same
-//! data; the tables' CHECKSUM TABLE values must be equal.
+//! The correctness gate: an optimized binary must compute what the baseline computes. The quick
+//! gate (here): the same deterministic single-connection write workload (fixed seed) runs on each
+//! binary from the same data; the tables' CHECKSUM TABLE values must be equal. Then, for recipes
+//! that name a test subset, the server's own regression tests ([`mtr`]).
+
+pub mod mtr;
 
 use std::fs;
 use std::path::{Path, PathBuf};
