@@ -295,6 +295,16 @@ mod tests {
     }
 
     #[test]
+    fn a_clang_by_path_gets_its_own_llvm_profdata() {
+        // As an LLVM-based compiler outside PATH would be given (`--compiler PATH --flag-family
+        // clang`): the C++ driver beside it, the profile tool of its own LLVM major.
+        let c = Compiler::find("/usr/lib/llvm-22/bin/clang", Some(FlagFamily::Clang)).unwrap();
+        assert_eq!((c.family, c.major), (FlagFamily::Clang, 22));
+        assert_eq!(c.cxx, Path::new("/usr/lib/llvm-22/bin/clang++"));
+        assert!(c.profdata().unwrap().to_string_lossy().contains("22"));
+    }
+
+    #[test]
     fn unknown_compilers_need_a_flag_family() {
         let e = Compiler::find("/usr/bin/cc", None).unwrap_err().to_string();
         assert!(e.contains("--flag-family"), "{e}");

@@ -467,14 +467,12 @@ fn calibration_measures_a_floor_and_adaptive_rounds_stop_on_width() {
     );
     let txt = std::fs::read_to_string(tight.join("report.txt")).unwrap();
     assert!(txt.contains("A/A noise floor per round"), "{txt}");
-    // A target every run meets stops at the planned rounds.
+    // A target every run meets stops at the planned rounds. (With 2 rounds Student's t has one
+    // degree of freedom, 12.7 at 95 %: next to a build, rounds a factor 3 apart already make an
+    // interval wider than ±1000 %, so the target is astronomically loose.)
     let loose = t.path().join("loose");
-    let r = adaptive(&loose, "1000");
+    let r = adaptive(&loose, "1e9");
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("every interval within ±1000%"),
-        "{}",
-        r.stderr
-    );
+    assert!(r.stderr.contains("every interval within ±"), "{}", r.stderr);
     assert_eq!(run::read_records(&loose).unwrap().len(), 4);
 }
