@@ -176,11 +176,16 @@ fn half_written(work: &Path, strict: bool) -> Vec<String> {
             let in_tree = rel
                 .components()
                 .any(|c| c.as_os_str() == "build" || c.as_os_str() == "src");
-            // A SIGKILL between an atomic write and its rename leaves the .tmp; in the gate's
-            // scratch server instances (WORK/gate/NAME/, removed whole by the next gate, never
-            // read as finished) that is allowed right after a kill, and the final strict check
-            // finds none.
-            let allowed_tmp = !strict && rel.starts_with("gate") && n.ends_with(".tmp");
+            // A SIGKILL between an atomic write (fsynced, so slow on a loaded machine) and its
+            // rename leaves the .tmp. In scratch server instances that the next run removes
+            // whole and never reads as finished — the gate's (WORK/gate/NAME/) and a dataset
+            // template still being built (NAME.building/) — that is allowed right after a kill;
+            // the final strict check finds none.
+            let scratch = rel.starts_with("gate")
+                || rel
+                    .components()
+                    .any(|c| c.as_os_str().to_string_lossy().ends_with(".building"));
+            let allowed_tmp = !strict && scratch && n.ends_with(".tmp");
             !(in_tree || allowed_tmp)
                 && ((strict && n.ends_with(".building")) || (p.is_file() && n.contains(".tmp")))
         })
