@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::stats::{self, min_detectable_ratio, rounds_to_detect, t975, Comparison};
@@ -140,13 +140,7 @@ pub fn run_copy(run_dir: &Path) -> PathBuf {
 
 /// Reads a calibration; `None` when there is none, an error when it is unreadable.
 pub fn read(p: &Path) -> Result<Option<Calibration>> {
-    match std::fs::read_to_string(p) {
-        Ok(t) => serde_json::from_str(&t)
-            .map(Some)
-            .with_context(|| format!("{} is corrupted; delete it or calibrate again", p.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("reading {}", p.display())),
-    }
+    crate::infra::fs::read_json_if_present(p, "delete it or calibrate again")
 }
 
 /// How far a comparison's per-round scatter lies above the floor: the ratio of the standard

@@ -53,6 +53,14 @@ pub struct GateArgs {
     json: bool,
 }
 
+/// The candidates as the gate's keys identify them (by path).
+fn candidate_identities(a: &GateArgs) -> Vec<(String, String)> {
+    a.candidates
+        .iter()
+        .map(|(n, p)| (n.clone(), p.display().to_string()))
+        .collect()
+}
+
 /// The MTR step for a baseline inside its build tree: the build directory is the baseline's path
 /// less the recipe's binary path, the test files are the source tree's (CMake's cache names it).
 fn mtr_stage<'a>(a: &'a GateArgs, recipe: &'a Recipe) -> Result<Option<MtrStage<'a>>> {
@@ -64,7 +72,7 @@ fn mtr_stage<'a>(a: &'a GateArgs, recipe: &'a Recipe) -> Result<Option<MtrStage<
     }
     let Some(spec) = recipe.mtr.as_ref() else {
         bail!(
-            "--gate {:?}: recipe {} names no MTR tests (no [mtr] section); use --gate quick or a recipe with one",
+            "--gate {}: recipe {} names no MTR tests (no [mtr] section); use --gate quick or a recipe with one",
             a.gate,
             recipe.name
         );
@@ -93,11 +101,7 @@ fn mtr_stage<'a>(a: &'a GateArgs, recipe: &'a Recipe) -> Result<Option<MtrStage<
         .context("CMakeCache.txt names no source directory (CMAKE_HOME_DIRECTORY)")?;
     let (tests, args) = spec.selection(a.gate, a.mtr_suite.as_deref());
     let mut identities = vec![("baseline".to_string(), baseline.display().to_string())];
-    identities.extend(
-        a.candidates
-            .iter()
-            .map(|(n, p)| (n.clone(), p.display().to_string())),
-    );
+    identities.extend(candidate_identities(a));
     Ok(Some(MtrStage {
         spec,
         mode: a.gate,
@@ -123,11 +127,7 @@ pub fn main(a: GateArgs) -> Result<i32> {
         reporter: reporter.as_ref(),
     };
     let config = a.server.config();
-    let identities = a
-        .candidates
-        .iter()
-        .map(|(n, p)| (n.clone(), p.display().to_string()))
-        .collect();
+    let identities = candidate_identities(&a);
     let sums = Tracker::ephemeral().run(
         &GateStage {
             baseline: a.baseline.clone(),

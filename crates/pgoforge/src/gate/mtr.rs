@@ -84,6 +84,16 @@ pub enum GateMode {
     Full,
 }
 
+impl std::fmt::Display for GateMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            GateMode::Quick => "quick",
+            GateMode::Mtr => "mtr",
+            GateMode::Full => "full",
+        })
+    }
+}
+
 impl FromStr for GateMode {
     type Err = String;
     fn from_str(s: &str) -> Result<GateMode, String> {
@@ -439,14 +449,7 @@ pub fn run_copy(run_dir: &Path) -> PathBuf {
 }
 
 pub fn read_copy(run_dir: &Path) -> Result<Option<MtrGate>> {
-    let p = run_copy(run_dir);
-    if !p.is_file() {
-        return Ok(None);
-    }
-    let text = fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
-    Ok(Some(
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))?,
-    ))
+    crate::infra::fs::read_json_if_present(&run_copy(run_dir), "delete it to report without it")
 }
 
 impl Regression {
@@ -676,7 +679,9 @@ Completed: Failed 1/4 tests, 75.00% were successful.
                 ),
             "{lines}"
         );
-        assert_eq!("mtr".parse::<GateMode>(), Ok(GateMode::Mtr));
+        for m in [GateMode::Quick, GateMode::Mtr, GateMode::Full] {
+            assert_eq!(m.to_string().parse::<GateMode>(), Ok(m));
+        }
         assert!("fast"
             .parse::<GateMode>()
             .unwrap_err()

@@ -39,6 +39,21 @@ pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
     write_atomic(path, serde_json::to_string_pretty(value)?)
 }
 
+/// Reads a JSON file that may not exist: `None` when it does not, an error naming the file and
+/// `fix` when it cannot be read or parsed.
+pub fn read_json_if_present<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    fix: &str,
+) -> Result<Option<T>> {
+    match fs::read_to_string(path) {
+        Ok(t) => serde_json::from_str(&t)
+            .map(Some)
+            .with_context(|| format!("{} is corrupted; {fix}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
 /// Copies the tree `from` into `to` (created), regular files and directories.
 pub fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;

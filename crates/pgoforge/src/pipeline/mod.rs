@@ -253,10 +253,9 @@ fn build_contenders(
             },
             _ => None,
         };
-        let input = match &cs {
-            Some(p) => Some(p),
-            None => b.variant.needs_profile().then_some(first).flatten(),
-        };
+        let input = cs
+            .as_ref()
+            .or_else(|| b.variant.needs_profile().then_some(first).flatten());
         // A failed build is never cached, so a rerun tries it again.
         match t.run(&build_stage(plan, src, b.variant, input), cx) {
             Ok(out) => {

@@ -304,7 +304,7 @@ fn check(req: &RunRequest, env: &Env) -> Result<()> {
         bail!(
             "--gate {}: recipe {} names no MTR tests (no [mtr] section); add one to a recipe that \
              extends it, or use --gate quick",
-            format!("{:?}", req.gate).to_lowercase(),
+            req.gate,
             req.recipe.name
         );
     }

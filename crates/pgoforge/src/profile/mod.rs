@@ -205,10 +205,12 @@ pub fn check_profdata(file: &Path, profdata_tool: &Path) -> Result<Summary> {
         );
     }
     let text = String::from_utf8_lossy(&out.stdout);
-    let functions = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Total functions:"))
-        .and_then(|v| v.trim().parse::<u64>().ok());
+    let total_functions = |text: &str| {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix("Total functions:"))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    let functions = total_functions(&text);
     // "  name, max count = N" lines follow the "Top 10 functions" header.
     let hottest = text
         .lines()
@@ -248,11 +250,8 @@ pub fn check_profdata(file: &Path, profdata_tool: &Path) -> Result<Summary> {
         .args(["show", "--showcs"])
         .arg(file)
         .output()?;
-    let context_sensitive_functions = String::from_utf8_lossy(&cs.stdout)
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Total functions:"))
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|n| *n > 0);
+    let context_sensitive_functions =
+        total_functions(&String::from_utf8_lossy(&cs.stdout)).filter(|n| *n > 0);
     Ok(Summary {
         files: 1,
         bytes: len,

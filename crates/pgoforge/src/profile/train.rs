@@ -223,7 +223,11 @@ pub struct TrainRequest<'a> {
 /// Trains the instrumented build and stores its profile.
 pub fn train(req: &TrainRequest, log: &dyn Fn(&str)) -> Result<Stored> {
     let gen = req.gen;
-    if !gen.variant.starts_with("pgo-gen") && !gen.variant.starts_with("cs-pgo-gen") {
+    if !gen
+        .variant
+        .parse::<crate::builder::Variant>()
+        .is_ok_and(|v| v.instrumented())
+    {
         bail!(
             "training needs an instrumented (pgo-gen or cs-pgo-gen) build; {} is {}",
             gen.binary.display(),

@@ -234,7 +234,7 @@ pub fn document(r: &Report) -> Vec<Block> {
         d.push(Block::List(
             format!(
                 "Correctness gate: CHECKSUM TABLE after a seeded write workload, then the server's own regression tests (mysql-test-run, {} gate: {}).",
-                format!("{:?}", g.mode).to_lowercase(),
+                g.mode,
                 if g.tests.is_empty() {
                     "whole suites".to_string()
                 } else {

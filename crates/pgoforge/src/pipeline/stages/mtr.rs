@@ -93,7 +93,7 @@ impl Stage for MtrStage<'_> {
         cx.reporter.message(
             &stage,
             &format!(
-                "{} tests on {} binaries ({:?} gate)",
+                "{} tests on {} binaries ({} gate)",
                 self.tests.len(),
                 self.candidates.len() + 1,
                 self.mode
