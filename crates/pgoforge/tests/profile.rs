@@ -194,6 +194,7 @@ fn bolt_instruments_and_optimizes_a_fixture_binary() {
             bolt: &b,
             spec: ServerSpec::new(MARIADBD),
             mix: &Mix::quick(),
+            dataset: None,
             work_dir: work.path(),
             flags: None,
             source_hash: String::new(),
@@ -310,6 +311,7 @@ fn a_training_run_that_writes_no_profile_stores_nothing() {
             base: None,
             spec: small_spec(),
             mix: &mix,
+            dataset: None,
             work_dir: work.path(),
         },
         &|_| {},
@@ -335,6 +337,7 @@ fn a_killed_instrumented_server_means_no_profile() {
                     base: None,
                     spec: small_spec(),
                     mix: &mix,
+                    dataset: None,
                     work_dir: work.path(),
                 },
                 &|_| {},
@@ -428,5 +431,65 @@ fn the_gate_passes_equal_results_and_stops_on_different_ones() {
             && e.contains("baseline: sbtest1=")
             && e.contains("different: sbtest1="),
         "{e}"
+    );
+}
+
+/// Training and BOLT's profiling run start on a copy of one prepared dataset (made by the baseline
+/// in a run) instead of preparing the tables on the slow instrumented server each time; the
+/// template itself is never written to.
+#[test]
+fn profiling_runs_start_on_a_copy_of_the_dataset_template() {
+    let work = tempfile::tempdir().unwrap();
+    let mut mix = Mix::quick();
+    mix.phases = "oltp_point_select:2:2,oltp_read_write:3:2"
+        .parse::<train::Phases>()
+        .unwrap()
+        .0;
+    let tpl = train::dataset_template(work.path(), &small_spec(), &mix).unwrap();
+    let table = tpl.join("data/sbtest/sbtest1.ibd");
+    let before = fs::read(&table).expect("the template holds the prepared table");
+    let again = train::dataset_template(work.path(), &small_spec(), &mix).unwrap();
+    assert_eq!(again, tpl, "made once, then found");
+
+    let logs = std::sync::Mutex::new(Vec::<String>::new());
+    let log = |m: &str| logs.lock().unwrap().push(m.to_string());
+    train::train_on(
+        &small_spec(),
+        &work.path().join("t1"),
+        &mix,
+        Some(&tpl),
+        &log,
+    )
+    .unwrap();
+    let lines = logs.lock().unwrap().clone();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("starting on a copy of the dataset")),
+        "{lines:?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.starts_with("preparing")),
+        "{lines:?}"
+    );
+    let tps: f64 = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("oltp_read_write (prepared): "))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no read_write phase in {lines:?}"));
+    assert!(tps > 0.0, "{lines:?}");
+    assert_eq!(
+        fs::read(&table).unwrap(),
+        before,
+        "the writes went to the copy, not the template"
+    );
+
+    logs.lock().unwrap().clear();
+    train::train_on(&small_spec(), &work.path().join("t2"), &mix, None, &log).unwrap();
+    let lines = logs.lock().unwrap().clone();
+    assert!(
+        lines.iter().any(|l| l == "preparing 1 tables x 10000 rows"),
+        "without a template the server prepares the tables itself: {lines:?}"
     );
 }

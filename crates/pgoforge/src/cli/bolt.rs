@@ -53,6 +53,7 @@ pub fn main(a: BoltArgs) -> Result<i32> {
             flags: flags.as_deref(),
             server: &config,
             source_hash: "",
+            dataset_from: None,
         },
         &cx,
     )?;

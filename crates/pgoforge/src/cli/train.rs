@@ -58,6 +58,7 @@ pub fn main(a: TrainArgs) -> Result<i32> {
             base: None,
             mix: &mix,
             server: &config,
+            dataset_from: None,
         },
         &cx,
     )?;

@@ -51,7 +51,7 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
     let baseline = t.run(&build_stage(plan, &src, plan.builds[0].variant, None), &cx)?;
     let profile = match given {
         Some(p) => Some(p),
-        None => train_profile(plan, &src, &mut t, &cx)?,
+        None => train_profile(plan, &src, &baseline, &mut t, &cx)?,
     };
     let mut warnings = Vec::new();
     let mut contenders = build_contenders(
@@ -169,6 +169,7 @@ fn unfinished_builds(plan: &RunPlan, src: &Source, given: Option<&Profile>, work
 fn train_profile(
     plan: &RunPlan,
     src: &Source,
+    baseline: &BuildOutput,
     t: &mut Tracker,
     cx: &Ctx,
 ) -> Result<Option<Profile>> {
@@ -186,6 +187,7 @@ fn train_profile(
             base: None,
             mix: &plan.request.mix,
             server: &plan.request.server,
+            dataset_from: Some(&baseline.binary),
         },
         cx,
     )?;
@@ -197,6 +199,7 @@ fn train_profile(
 fn cs_profile(
     plan: &RunPlan,
     src: &Source,
+    baseline: &BuildOutput,
     gen: Variant,
     first: &ProfileInput,
     t: &mut Tracker,
@@ -209,6 +212,7 @@ fn cs_profile(
             base: Some(first.path()),
             mix: &plan.request.mix,
             server: &plan.request.server,
+            dataset_from: Some(&baseline.binary),
         },
         cx,
     )?;
@@ -238,7 +242,7 @@ fn build_contenders(
         }
         let first = profile.map(|(i, _)| i);
         let cs = match (b.variant.cs_gen(), first) {
-            (Some(g), Some(first)) => match cs_profile(plan, src, g, first, t, cx) {
+            (Some(g), Some(first)) => match cs_profile(plan, src, baseline, g, first, t, cx) {
                 Ok(p) => Some(p),
                 Err(e) => {
                     warn(
@@ -305,6 +309,7 @@ fn build_contenders(
             flags: plan.request.bolt_flags.as_deref(),
             server: &plan.request.server,
             source_hash: &src.hash,
+            dataset_from: Some(&baseline.binary),
         };
         match t.run(&stage, cx) {
             Ok(x) => contenders.push(Built {

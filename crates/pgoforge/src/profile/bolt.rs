@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::train::{run_mix, Mix};
+use super::train::{run_mix_from, start_for_mix, Mix};
 use super::{store, Kind, Meta, Stored, Summary};
 use crate::builder::ProfileInput;
 use crate::infra::time::now_secs;
@@ -120,6 +120,8 @@ pub struct BoltRequest<'a> {
     pub bolt: &'a Bolt,
     pub spec: ServerSpec,
     pub mix: &'a Mix,
+    /// A template of the mix's dataset (see [`super::train::dataset_template`]).
+    pub dataset: Option<&'a Path>,
     pub work_dir: &'a Path,
     /// Replaces the probed optimization flags.
     pub flags: Option<Vec<String>>,
@@ -317,7 +319,7 @@ fn instrument(
     spec.binary = inst.clone();
     spec.start_timeout = spec.start_timeout.max(Duration::from_secs(300));
     spec.stop_timeout = spec.stop_timeout.max(Duration::from_secs(600));
-    let result = super::train::train_on(&spec, &dir.join("train"), req.mix, log);
+    let result = super::train::train_on(&spec, &dir.join("train"), req.mix, req.dataset, log);
     let _ = fs::remove_dir_all(dir.join("train"));
     let _ = fs::remove_file(&inst);
     result?;
@@ -332,7 +334,7 @@ fn sample_with_perf(req: &BoltRequest, dir: &Path, log: &dyn Fn(&str)) -> Result
         .perf2bolt
         .as_ref()
         .context("perf2bolt is missing (part of the bolt package)")?;
-    let mut srv = Server::create(&req.spec, &dir.join("train"))?;
+    let mut srv = start_for_mix(&req.spec, &dir.join("train"), req.dataset, log)?;
     let data = dir.join("perf.data");
     log("sampling branches with perf");
     let mut perf = Command::new("perf")
@@ -342,7 +344,7 @@ fn sample_with_perf(req: &BoltRequest, dir: &Path, log: &dyn Fn(&str)) -> Result
         .arg(srv.state.pid.to_string())
         .spawn()
         .context("starting perf record")?;
-    let ran = run_mix(&srv.state, req.mix, log);
+    let ran = run_mix_from(&srv.state, req.mix, req.dataset, log);
     // SAFETY: interrupting the perf process we started, so it writes its data.
     unsafe { libc::kill(perf.id() as i32, libc::SIGINT) };
     let _ = perf.wait();

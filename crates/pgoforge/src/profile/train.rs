@@ -168,16 +168,73 @@ impl FromStr for Mix {
     }
 }
 
-/// Prepares the dataset and runs every phase against `state`'s server.
-pub fn run_mix(state: &ServerState, mix: &Mix, log: &dyn Fn(&str)) -> Result<()> {
+/// The mix's tables, as every profiling run and the benchmark's template prepare them.
+fn dataset(mix: &Mix) -> Settings {
     let mut s = mix.settings(TestName::OltpReadWrite);
-    s.conn = state.conn_settings();
     s.threads = 2;
+    s
+}
+
+fn prepare(state: &ServerState, mix: &Mix, log: &dyn Fn(&str)) -> Result<()> {
+    let mut s = dataset(mix);
+    s.conn = state.conn_settings();
     log(&format!(
         "preparing {} tables x {} rows",
         mix.tables, mix.table_size
     ));
-    oltp::schema::prepare(&s, &|_| {}).context("preparing the training dataset")?;
+    oltp::schema::prepare(&s, &|_| {}).context("preparing the training dataset")
+}
+
+/// The mix's dataset as a template made by `server` (the baseline build): training and BOLT's
+/// profiling run start on copies of it instead of each preparing the tables on an instrumented
+/// server, several times slower at it; the benchmark, whose dataset is the same by default,
+/// finds it made.
+pub fn dataset_template(work_dir: &Path, server: &ServerSpec, mix: &Mix) -> Result<PathBuf> {
+    crate::server::template::ensure(work_dir, server, &dataset(mix)).with_context(|| {
+        format!(
+            "preparing the training dataset with {}",
+            server.binary.display()
+        )
+    })
+}
+
+/// Starts `spec`'s server in `inst`: on a copy of `template`, or on a new datadir (whose tables
+/// [`run_mix_from`] then prepares).
+pub fn start_for_mix(
+    spec: &ServerSpec,
+    inst: &Path,
+    template: Option<&Path>,
+    log: &dyn Fn(&str),
+) -> Result<Server> {
+    let _ = fs::remove_dir_all(inst);
+    match template {
+        Some(t) => {
+            log(&format!(
+                "starting on a copy of the dataset {}",
+                t.display()
+            ));
+            crate::server::template::start_copy(t, spec, inst)
+        }
+        None => Server::create(spec, inst),
+    }
+}
+
+/// Runs the mix on a server started by [`start_for_mix`], preparing the tables first unless it
+/// started on a template.
+pub fn run_mix_from(
+    state: &ServerState,
+    mix: &Mix,
+    template: Option<&Path>,
+    log: &dyn Fn(&str),
+) -> Result<()> {
+    if template.is_none() {
+        prepare(state, mix, log)?;
+    }
+    run_phases(state, mix, log)
+}
+
+/// Runs every phase of the mix against `state`'s server, whose tables are prepared.
+pub fn run_phases(state: &ServerState, mix: &Mix, log: &dyn Fn(&str)) -> Result<()> {
     for p in &mix.phases {
         let mut r = mix.settings(p.test);
         r.conn = state.conn_settings();
@@ -217,6 +274,9 @@ pub struct TrainRequest<'a> {
     /// Server settings; the binary is replaced by the instrumented one.
     pub spec: ServerSpec,
     pub mix: &'a Mix,
+    /// A template of the mix's dataset ([`dataset_template`]); without one the instrumented
+    /// server prepares the tables itself.
+    pub dataset: Option<&'a Path>,
     pub work_dir: &'a Path,
 }
 
@@ -261,7 +321,7 @@ pub fn train(req: &TrainRequest, log: &dyn Fn(&str)) -> Result<Stored> {
         "starting the instrumented server {}",
         gen.binary.display()
     ));
-    let result = train_on(&spec, &inst, req.mix, log);
+    let result = train_on(&spec, &inst, req.mix, req.dataset, log);
     let _ = fs::remove_dir_all(&inst);
     result?;
     let seconds = t0.elapsed().as_secs_f64();
@@ -297,11 +357,18 @@ pub fn train(req: &TrainRequest, log: &dyn Fn(&str)) -> Result<Stored> {
     )
 }
 
-/// Starts `spec`'s server in `inst`, runs the mix and stops it; a server that does not exit cleanly
-/// has written no (complete) profile, whatever else went wrong.
-pub fn train_on(spec: &ServerSpec, inst: &Path, mix: &Mix, log: &dyn Fn(&str)) -> Result<()> {
-    let mut srv = Server::create(spec, inst)?;
-    let ran = run_mix(&srv.state, mix, log);
+/// Starts `spec`'s server in `inst` (on a copy of `dataset` when given), runs the mix and stops
+/// it; a server that does not exit cleanly has written no (complete) profile, whatever else went
+/// wrong.
+pub fn train_on(
+    spec: &ServerSpec,
+    inst: &Path,
+    mix: &Mix,
+    dataset: Option<&Path>,
+    log: &dyn Fn(&str),
+) -> Result<()> {
+    let mut srv = start_for_mix(spec, inst, dataset, log)?;
+    let ran = run_mix_from(&srv.state, mix, dataset, log);
     let stopped = srv.stop();
     match (ran, stopped) {
         (Ok(()), Ok(())) => Ok(()),

@@ -22,6 +22,8 @@ pub struct BoltStage<'a> {
     pub flags: Option<&'a [String]>,
     pub server: &'a ServerConfig,
     pub source_hash: &'a str,
+    /// As [`super::train::TrainStage::dataset_from`].
+    pub dataset_from: Option<&'a std::path::Path>,
 }
 
 impl Stage for BoltStage<'_> {
@@ -33,6 +35,7 @@ impl Stage for BoltStage<'_> {
 
     fn key(&self) -> Result<String> {
         // The server's configuration shapes the profile as much as the mix does.
+        // The dataset's origin is left out, as in training's key.
         inputs_hash(&(
             &self.build_key,
             &self.mix,
@@ -49,12 +52,14 @@ impl Stage for BoltStage<'_> {
     fn run(&self, cx: &Ctx) -> Result<Made<BoltOutput>> {
         let stage = self.name();
         tick_to(cx.reporter, &stage)(0, 0);
+        let template = super::train::dataset(self.dataset_from, self.server, self.mix, cx, &stage)?;
         let out = bolt::optimize(
             &BoltRequest {
                 binary: self.binary,
                 bolt: self.bolt,
                 spec: ServerSpec::with_config(self.server.clone()),
                 mix: self.mix,
+                dataset: template.as_deref(),
                 work_dir: cx.work,
                 flags: self.flags.map(<[String]>::to_vec),
                 source_hash: self.source_hash.into(),

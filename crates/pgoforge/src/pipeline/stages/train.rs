@@ -18,6 +18,29 @@ pub struct TrainStage<'a> {
     pub base: Option<&'a std::path::Path>,
     pub mix: &'a Mix,
     pub server: &'a ServerConfig,
+    /// The baseline's binary, which prepares the mix's dataset once as a template
+    /// ([`train::dataset_template`]); `None` lets the instrumented server prepare it.
+    pub dataset_from: Option<&'a std::path::Path>,
+}
+
+/// The dataset template `binary` makes for `mix`, when given one.
+pub fn dataset(
+    binary: Option<&std::path::Path>,
+    server: &ServerConfig,
+    mix: &Mix,
+    cx: &Ctx,
+    stage: &str,
+) -> Result<Option<std::path::PathBuf>> {
+    let Some(b) = binary else { return Ok(None) };
+    cx.reporter.message(
+        stage,
+        &format!("preparing the dataset with {}", b.display()),
+    );
+    let spec = ServerSpec {
+        binary: b.to_path_buf(),
+        ..ServerSpec::with_config(server.clone())
+    };
+    train::dataset_template(cx.work, &spec, mix).map(Some)
 }
 
 /// The key of a server configuration as the stages before it was carried whole recorded it: the
@@ -55,6 +78,8 @@ impl Stage for TrainStage<'_> {
     }
 
     fn key(&self) -> Result<String> {
+        // Where the dataset comes from is left out: the same tables, however they were made, so
+        // profiles trained before the shared template stay valid (and the builds keyed by them).
         inputs_hash(&(&self.gen.key, &self.mix, server_key(self.server)))
     }
 
@@ -65,12 +90,14 @@ impl Stage for TrainStage<'_> {
     fn run(&self, cx: &Ctx) -> Result<Made<Stored>> {
         let stage = self.name();
         tick_to(cx.reporter, &stage)(0, 0);
+        let template = dataset(self.dataset_from, self.server, self.mix, cx, &stage)?;
         let stored = train::train(
             &TrainRequest {
                 gen: self.gen,
                 base: self.base,
                 spec: ServerSpec::with_config(self.server.clone()),
                 mix: self.mix,
+                dataset: template.as_deref(),
                 work_dir: cx.work,
             },
             &log_to(cx.reporter, &stage),
