@@ -267,9 +267,29 @@ pub struct TrainingArgs {
     /// A short mix (about half a minute) for a first look.
     #[arg(long)]
     pub quick: bool,
+    /// A server that prepares the dataset once, kept as a template every profiling run starts
+    /// on a copy of (what `pgoforge run` does with its baseline); by default the profiled server
+    /// prepares the tables itself, which an instrumented server is slow at.
+    #[arg(long = "dataset-from")]
+    pub dataset_from: Option<std::path::PathBuf>,
 }
 
 impl TrainingArgs {
+    /// `--dataset-from`, checked to name a file.
+    pub fn dataset_from(&self) -> anyhow::Result<Option<std::path::PathBuf>> {
+        self.dataset_from
+            .as_ref()
+            .map(|p| {
+                std::fs::canonicalize(p).map_err(|e| {
+                    anyhow::anyhow!(
+                        "--dataset-from {}: {e}; give the path of a server binary (the baseline build's)",
+                        p.display()
+                    )
+                })
+            })
+            .transpose()
+    }
+
     pub fn mix(&self) -> Result<Mix, String> {
         MixArgs {
             train_tables: self.mix.train_tables.or(self.tables),

@@ -31,6 +31,7 @@ pub struct BoltArgs {
 
 pub fn main(a: BoltArgs) -> Result<i32> {
     let mix = a.training.mix().unwrap_or_else(|e| super::usage_error(e));
+    let dataset_from = a.training.dataset_from()?;
     let b = Bolt::find()
         .with_context(|| format!("llvm-bolt not found; {}", install_hint("llvm-bolt")))?;
     let bin = std::fs::canonicalize(&a.binary)
@@ -53,7 +54,7 @@ pub fn main(a: BoltArgs) -> Result<i32> {
             flags: flags.as_deref(),
             server: &config,
             source_hash: "",
-            dataset_from: None,
+            dataset_from: dataset_from.as_deref(),
         },
         &cx,
     )?;

@@ -161,7 +161,7 @@ pub fn main(a: GateArgs) -> Result<i32> {
         println!("{}: {}", s.binary.display(), t.join(" "));
     }
     println!(
-        "quick gate passed: {} binaries leave the baseline's checksums",
+        "quick gate passed: {} binaries give the baseline's CHECKSUM TABLE values after the seeded writes",
         a.candidates.len()
     );
     let Some(g) = mtr else { return Ok(0) };

@@ -30,6 +30,7 @@ pub struct TrainArgs {
 pub fn main(a: TrainArgs) -> Result<i32> {
     // Everything that can be wrong with the arguments is found before any build starts.
     let mix = a.training.mix().unwrap_or_else(|e| super::usage_error(e));
+    let dataset_from = a.training.dataset_from()?;
     let compiler = a.compiler.find()?;
     let recipe = a.source.recipe()?;
     let (work, _lock) = a.work.locked()?;
@@ -58,7 +59,7 @@ pub fn main(a: TrainArgs) -> Result<i32> {
             base: None,
             mix: &mix,
             server: &config,
-            dataset_from: None,
+            dataset_from: dataset_from.as_deref(),
         },
         &cx,
     )?;

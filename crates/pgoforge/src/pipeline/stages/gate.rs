@@ -46,7 +46,7 @@ impl Stage for GateStage<'_> {
         cx.reporter.message(
             "gate",
             &format!(
-                "{} binaries leave the baseline's checksums",
+                "{} binaries give the baseline's CHECKSUM TABLE values after the seeded writes",
                 self.candidates.len()
             ),
         );
