@@ -341,10 +341,7 @@ pub fn measure(
         .create(true)
         .append(true)
         .open(records_path(dir))?;
-    let mut data = Settings::new(TestName::OltpReadWrite);
-    data.schema.tables = plan.tables;
-    data.schema.table_size = plan.table_size;
-    data.rand.seed = 1;
+    let data = template::oltp_dataset(plan.tables, plan.table_size);
     let base = ServerSpec {
         config: plan.config.clone(),
         // Under valgrind a server starts and stops many times slower.

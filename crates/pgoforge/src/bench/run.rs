@@ -282,13 +282,9 @@ pub fn round_order(n: usize, round: u32, seed: u64, scheme: u32) -> Vec<usize> {
     (0..n).map(|i| idx[(i + k) % n]).collect()
 }
 
+/// The benchmark's dataset (the template's shape; each run then sets its test and threads).
 fn dataset(plan: &Plan) -> Settings {
-    let mut s = Settings::new(TestName::OltpReadWrite);
-    s.schema.tables = plan.spec.tables;
-    s.schema.table_size = plan.spec.table_size;
-    s.rand.seed = 1;
-    s.threads = 2;
-    s
+    template::oltp_dataset(plan.spec.tables, plan.spec.table_size)
 }
 
 /// Runs the plan into `dir` (created if needed); with `resume`, continues a run already there.

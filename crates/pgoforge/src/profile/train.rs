@@ -168,11 +168,9 @@ impl FromStr for Mix {
     }
 }
 
-/// The mix's tables, as every profiling run and the benchmark's template prepare them.
+/// The mix's tables, in the shape of every dataset template (the benchmark's too).
 fn dataset(mix: &Mix) -> Settings {
-    let mut s = mix.settings(TestName::OltpReadWrite);
-    s.threads = 2;
-    s
+    crate::server::template::oltp_dataset(mix.tables, mix.table_size)
 }
 
 fn prepare(state: &ServerState, mix: &Mix, log: &dyn Fn(&str)) -> Result<()> {
@@ -234,7 +232,7 @@ pub fn run_mix_from(
 }
 
 /// Runs every phase of the mix against `state`'s server, whose tables are prepared.
-pub fn run_phases(state: &ServerState, mix: &Mix, log: &dyn Fn(&str)) -> Result<()> {
+fn run_phases(state: &ServerState, mix: &Mix, log: &dyn Fn(&str)) -> Result<()> {
     for p in &mix.phases {
         let mut r = mix.settings(p.test);
         r.conn = state.conn_settings();

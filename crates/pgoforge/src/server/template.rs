@@ -24,6 +24,19 @@ struct Key<'a> {
     rand: &'a oltp::rng::RandSettings,
 }
 
+/// The OLTP tables a template holds: sysbench's read_write schema, `tables` × `table_size` rows,
+/// seed 1, loaded over two connections (the rows do not depend on how many). The benchmark, the
+/// cachegrind measurement and the profiling runs all ask for this one shape, so with the same sizes
+/// they share one template.
+pub fn oltp_dataset(tables: u32, table_size: u64) -> Settings {
+    let mut s = Settings::new(oltp::TestName::OltpReadWrite);
+    s.schema.tables = tables;
+    s.schema.table_size = table_size;
+    s.rand.seed = 1;
+    s.threads = 2;
+    s
+}
+
 /// The template directory for `dataset` on the server of `spec`, created if missing.
 pub fn ensure(work_dir: &Path, spec: &ServerSpec, dataset: &Settings) -> Result<PathBuf> {
     let flavor = super::Flavor::detect(&spec.binary)?;
