@@ -539,3 +539,85 @@ fn cli_build_prints_where_the_binary_is() {
         assert!(r.stdout.contains(n), "{n}");
     }
 }
+
+/// A SIGTERM to pgoforge alone (a supervisor's, a CI timeout's: not a terminal's Ctrl-C to the
+/// whole group) stops the build it runs: make and what make started do not go on compiling with
+/// nobody waiting, and the build is not recorded as finished.
+#[test]
+fn a_signal_to_pgoforge_alone_stops_its_build() {
+    let work = tempfile::tempdir().unwrap();
+    let slow = work.path().join("slow");
+    fs::create_dir_all(slow.join("src")).unwrap();
+    for f in [
+        "src/fix.h",
+        "src/main.c",
+        "src/kv.c",
+        "src/parse.cpp",
+        "src/workers.cpp",
+    ] {
+        fs::copy(fixture().join(f), slow.join(f)).unwrap();
+    }
+    // A build step that takes minutes and says who it is.
+    fs::write(slow.join("slow.sh"), "echo $$ > \"$1\"\nexec sleep 300\n").unwrap();
+    let cmake = fs::read_to_string(fixture().join("CMakeLists.txt")).unwrap()
+        + "add_custom_target(slowstep COMMAND sh ${CMAKE_SOURCE_DIR}/slow.sh ${CMAKE_BINARY_DIR}/slow.pid)\n\
+           add_dependencies(pgofix slowstep)\n";
+    fs::write(slow.join("CMakeLists.txt"), cmake).unwrap();
+    let w = work.path().join("work");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pgoforge"))
+        .args(["build", "--recipe"])
+        .arg(fixture().join("recipe.toml"))
+        .arg("--source")
+        .arg(&slow)
+        .arg("--work-dir")
+        .arg(&w)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let pid_file = loop {
+        let found = common::paths_under(&w.join("builds"))
+            .into_iter()
+            .find(|p| p.file_name().is_some_and(|n| n == "slow.pid"));
+        if let Some(p) = found.filter(|p| fs::metadata(p).is_ok_and(|m| m.len() > 0)) {
+            break p;
+        }
+        assert!(
+            t0.elapsed().as_secs() < 120 && child.try_wait().unwrap().is_none(),
+            "the slow build step never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let sleeper: u32 = fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(pgoforge::server::alive(sleeper));
+    // SAFETY: signalling the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let st = child.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        st.signal(),
+        Some(libc::SIGTERM),
+        "pgoforge dies of the signal"
+    );
+    let t1 = std::time::Instant::now();
+    while pgoforge::server::alive(sleeper) {
+        assert!(
+            t1.elapsed().as_secs() < 10,
+            "the build step {sleeper} outlived pgoforge"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let builds: Vec<PathBuf> = fs::read_dir(w.join("builds"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(
+        !builds[0].join("build.json").exists(),
+        "not recorded as built"
+    );
+}

@@ -274,6 +274,7 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
         format!("configuring {} ({v})", req.recipe.name),
     )
     .append_to(&log_path)
+    .own_process_group()
     .run()
     .map_err(|e| with_log_tail(e, &log_path, 25))?;
     let mut make = Command::new("cmake");
@@ -287,6 +288,7 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
     append_line(&log_path, &format!("$ {make:?}"))?;
     Tool::new(&mut make, format!("building {} ({v})", req.recipe.name))
         .append_to(&log_path)
+        .own_process_group()
         .run_with(|line| {
             if let (Some(p), Some(pct)) = (req.progress, make_percent(line)) {
                 p(pct);

@@ -65,6 +65,9 @@ enum Command {
 /// Runs the command line; the returned value is the process exit status.
 pub fn main() -> anyhow::Result<i32> {
     let cli = Cli::parse();
+    // Builds and other long tools run in process groups of their own; a signal to pgoforge is
+    // passed on to them.
+    pgoforge::infra::interrupt::install(None);
     match cli.command {
         Command::Oltp(args) => oltp::main(*args),
         Command::Server(args) => server::main(args),

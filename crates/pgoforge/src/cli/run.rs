@@ -93,20 +93,10 @@ pub struct RunArgs {
     json: bool,
 }
 
-/// On Ctrl-C (or SIGTERM): say what survives, then die of the signal as before. Servers die with
-/// pgoforge (PR_SET_PDEATHSIG) and make gets the terminal's SIGINT itself; unfinished stages were
+/// What `run` says on Ctrl-C (or SIGTERM) before it dies of the signal: unfinished stages were
 /// never recorded, so a rerun redoes exactly those.
-extern "C" fn on_interrupt(sig: libc::c_int) {
-    const MSG: &[u8] =
-        b"\npgoforge run: interrupted. Finished stages are kept (run-state.json, finished builds, \
-benchmark rounds already written); rerun the same command to continue.\n";
-    // SAFETY: write, signal and raise are async-signal-safe.
-    unsafe {
-        libc::write(2, MSG.as_ptr().cast(), MSG.len());
-        libc::signal(sig, libc::SIG_DFL);
-        libc::raise(sig);
-    }
-}
+const INTERRUPTED: &str = "\npgoforge run: interrupted. Finished stages are kept (run-state.json, \
+finished builds, benchmark rounds already written); rerun the same command to continue.\n";
 
 fn default_variants(quick: bool) -> Vec<Variant> {
     let names: &[&str] = if quick { &["pgo"] } else { &["pgo+lto+bolt"] };
@@ -205,17 +195,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
         println!("{}", serde_json::to_string_pretty(&plan)?);
         return Ok(0);
     }
-    // SAFETY: installing a handler that only makes async-signal-safe calls.
-    unsafe {
-        libc::signal(
-            libc::SIGINT,
-            on_interrupt as *const () as libc::sighandler_t,
-        );
-        libc::signal(
-            libc::SIGTERM,
-            on_interrupt as *const () as libc::sighandler_t,
-        );
-    }
+    pgoforge::infra::interrupt::install(Some(INTERRUPTED));
     let (out, rep) = pipeline::run(&plan, reporter.as_ref())?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);

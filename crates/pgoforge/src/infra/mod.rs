@@ -1,10 +1,11 @@
 //! The infrastructure layer: what every stage needs and no stage owns — files written atomically,
-//! trees copied and hashed, time, external commands run with typed errors, and the tools this
-//! machine has (found once).
+//! trees copied and hashed, time, external commands run with typed errors (and stopped with
+//! pgoforge), and the tools this machine has (found once).
 //!
 //! Nothing here knows about servers, builds or benchmarks; every other module may use it.
 
 pub mod fs;
+pub mod interrupt;
 pub mod lock;
 pub mod runner;
 pub mod time;

@@ -62,6 +62,7 @@ pub struct Tool<'a> {
     log: Option<&'a Path>,
     append: bool,
     timeout: Option<Duration>,
+    own_group: bool,
 }
 
 impl<'a> Tool<'a> {
@@ -72,6 +73,7 @@ impl<'a> Tool<'a> {
             log: None,
             append: false,
             timeout: None,
+            own_group: false,
         }
     }
 
@@ -85,6 +87,13 @@ impl<'a> Tool<'a> {
     pub fn append_to(mut self, log: &'a Path) -> Self {
         self.log = Some(log);
         self.append = true;
+        self
+    }
+
+    /// Run it in its own process group, which a signal to pgoforge is passed on to
+    /// ([`super::interrupt`]): for commands that start others (cmake, make and the compilers).
+    pub fn own_process_group(mut self) -> Self {
+        self.own_group = true;
         self
     }
 
@@ -117,11 +126,17 @@ impl<'a> Tool<'a> {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        if self.own_group {
+            std::os::unix::process::CommandExt::process_group(&mut *self.cmd, 0);
+        }
         let mut child = self.cmd.spawn().map_err(|source| ToolError::NotFound {
             what: self.what.clone(),
             program: self.cmd.get_program().to_string_lossy().into_owned(),
             source,
         })?;
+        let _group = self
+            .own_group
+            .then(|| super::interrupt::Group::register(child.id()));
         let text = Arc::new(Mutex::new(String::new()));
         let log_copy = log_file
             .as_ref()
