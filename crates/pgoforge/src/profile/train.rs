@@ -186,9 +186,13 @@ fn prepare(state: &ServerState, mix: &Mix, log: &dyn Fn(&str)) -> Result<()> {
 /// The mix's dataset as a template made by `server` (the baseline build): training and BOLT's
 /// profiling run start on copies of it instead of each preparing the tables on an instrumented
 /// server, several times slower at it; the benchmark, whose dataset is the same by default,
-/// finds it made.
-pub fn dataset_template(work_dir: &Path, server: &ServerSpec, mix: &Mix) -> Result<PathBuf> {
-    crate::server::template::ensure(work_dir, server, &dataset(mix)).with_context(|| {
+/// finds it made. Also says whether it was made now (false: found made).
+pub fn dataset_template(
+    work_dir: &Path,
+    server: &ServerSpec,
+    mix: &Mix,
+) -> Result<(PathBuf, bool)> {
+    crate::server::template::ensure_made(work_dir, server, &dataset(mix)).with_context(|| {
         format!(
             "preparing the training dataset with {}",
             server.binary.display()

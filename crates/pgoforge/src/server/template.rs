@@ -39,6 +39,15 @@ pub fn oltp_dataset(tables: u32, table_size: u64) -> Settings {
 
 /// The template directory for `dataset` on the server of `spec`, created if missing.
 pub fn ensure(work_dir: &Path, spec: &ServerSpec, dataset: &Settings) -> Result<PathBuf> {
+    ensure_made(work_dir, spec, dataset).map(|(dir, _)| dir)
+}
+
+/// [`ensure`], also saying whether the template was made now (false: found made).
+pub fn ensure_made(
+    work_dir: &Path,
+    spec: &ServerSpec,
+    dataset: &Settings,
+) -> Result<(PathBuf, bool)> {
     let flavor = super::Flavor::detect(&spec.binary)?;
     let key = Key {
         version: &flavor.version,
@@ -58,7 +67,7 @@ pub fn ensure(work_dir: &Path, spec: &ServerSpec, dataset: &Settings) -> Result<
         dataset.test, dataset.schema.tables, dataset.schema.table_size
     ));
     if dir.join("data/mysql").is_dir() && dir.join("state.json").is_file() {
-        return Ok(dir);
+        return Ok((dir, false));
     }
     let building = dir.with_extension("building");
     let _ = fs::remove_dir_all(&building);
@@ -85,7 +94,7 @@ pub fn ensure(work_dir: &Path, spec: &ServerSpec, dataset: &Settings) -> Result<
     )?;
     fs::rename(&building, &dir)
         .with_context(|| format!("renaming {} to {}", building.display(), dir.display()))?;
-    Ok(dir)
+    Ok((dir, true))
 }
 
 /// Copies the template into `instance_dir` (which must not exist) and starts a server on the copy.

@@ -32,15 +32,20 @@ pub fn dataset(
     stage: &str,
 ) -> Result<Option<std::path::PathBuf>> {
     let Some(b) = binary else { return Ok(None) };
-    cx.reporter.message(
-        stage,
-        &format!("preparing the dataset with {}", b.display()),
-    );
     let spec = ServerSpec {
         binary: b.to_path_buf(),
         ..ServerSpec::with_config(server.clone())
     };
-    train::dataset_template(cx.work, &spec, mix).map(Some)
+    let (dir, made) = train::dataset_template(cx.work, &spec, mix)?;
+    cx.reporter.message(
+        stage,
+        &if made {
+            format!("prepared the dataset template with {}", b.display())
+        } else {
+            format!("the dataset template is made ({})", dir.display())
+        },
+    );
+    Ok(Some(dir))
 }
 
 /// The key of a server configuration as the stages before it was carried whole recorded it: the
