@@ -638,12 +638,12 @@ fn cases() -> Vec<Case> {
             &[
                 "run",
                 "--work-dir={w}",
-                "--recipe=mysql-9.7",
+                "--recipe=mysql-8.4",
                 "--gate=mtr",
                 "--plan",
             ],
             1,
-            &["mysql-9.7", "no MTR tests", "--gate quick"],
+            &["mysql-8.4", "no MTR tests", "--gate quick"],
         ),
         // --- bench
         case(

@@ -226,3 +226,108 @@ fn a_packaged_mysql_runs_where_it_is_unpacked_with_its_bundled_libraries() {
     let r = pgoforge(&["server", "stop", "--work-dir", w]);
     assert_eq!(r.code, 0, "{}", r.stderr);
 }
+
+/// MySQL's MTR takes the server and every client from one directory (MTR_BINDIR): the gate hands
+/// it a shadow of the baseline's build directory whose mysqld is the binary under test. A wrong
+/// setting injected into the baseline's mysqld (a wrapper) must be caught by MySQL's own tests,
+/// named, with its diff; the baseline itself must pass them.
+#[test]
+fn mysqls_own_tests_stop_a_mysqld_that_computes_differently() {
+    let Some(bin) = mysqld() else { return };
+    let bin = std::fs::canonicalize(bin).unwrap();
+    let build = bin
+        .parent()
+        .and_then(|d| d.parent())
+        .filter(|b| b.join("CMakeCache.txt").is_file());
+    let Some(build) = build else {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n*** NOT RUN: the MTR gate needs a mysqld inside its build tree \
+             (<build>/runtime_output_directory/mysqld); {} is not. ***\n",
+            bin.display()
+        );
+        return;
+    };
+    let t = tempfile::tempdir().unwrap();
+    let broken = t.path().join("broken-mysqld");
+    std::fs::write(
+        &broken,
+        format!(
+            "#!/bin/sh\nexec {} \"$@\" --div-precision-increment=2\n",
+            bin.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&broken, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let work = t.path().join("work");
+    let r = pgoforge(&[
+        "gate",
+        "--gate=mtr",
+        "--recipe=mysql-9.7",
+        "--mtr-suite=main.func_math,main.case",
+        "--baseline",
+        bin.to_str().unwrap(),
+        "--candidate",
+        &format!("broken={}", broken.display()),
+        "--work-dir",
+        work.to_str().unwrap(),
+        "--buffer-pool-mb",
+        "256",
+        "--json",
+    ]);
+    assert_eq!(r.code, 1, "the gate fails:\n{}{}", r.stdout, r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let g: pgoforge::gate::mtr::MtrGate = serde_json::from_value(v["mtr"].clone()).unwrap();
+    // Both binaries ran both tests; the baseline passed them; only the broken one regressed.
+    assert_eq!(g.runs.len(), 2);
+    for run in &g.runs {
+        assert_eq!(run.tests.len(), 2, "{}: {:?}", run.name, run.tests);
+    }
+    let base = &g.runs[0];
+    assert_eq!(
+        base.count(pgoforge::gate::mtr::TestOutcome::Pass),
+        2,
+        "{:?}",
+        base.tests
+    );
+    assert!(g.baseline_failures.is_empty(), "{:?}", g.baseline_failures);
+    let regressed: Vec<&str> = g.regressions.iter().map(|r| r.test.as_str()).collect();
+    assert!(regressed.contains(&"main.func_math"), "{regressed:?}");
+    assert!(g.regressions.iter().all(|r| r.variant == "broken"));
+    let diff = &g.regressions[0].detail;
+    assert!(diff.lines().any(|l| l.starts_with('+')), "{diff}");
+    // The shadow the broken binary ran in: its mysqld is the wrapper, its clients the build's.
+    let shadow = work.join("gate/mtr/candidate0/server/runtime_output_directory");
+    assert_eq!(std::fs::read_link(shadow.join("mysqld")).unwrap(), broken);
+    assert_eq!(
+        std::fs::read_link(shadow.join("mysqltest")).unwrap(),
+        build.join("runtime_output_directory/mysqltest")
+    );
+    // The findings are kept with the run (MySQL writes the reject into the vardir's logs), the
+    // datadirs MTR keeps of failing tests are not.
+    let kept = common::paths_under(&work.join("gate/mtr"));
+    assert!(
+        kept.iter()
+            .any(|p| p.file_name().is_some_and(|n| n == "func_math.reject")),
+        "func_math.reject kept"
+    );
+    assert!(
+        !kept
+            .iter()
+            .any(|p| p.file_name().is_some_and(|n| n == "data")),
+        "no datadir left in the gate's directory"
+    );
+    // Nothing left in the shared source tree's test directories.
+    let cache = std::fs::read_to_string(build.join("CMakeCache.txt")).unwrap();
+    let source = cache
+        .lines()
+        .find_map(|l| l.strip_prefix("CMAKE_HOME_DIRECTORY:INTERNAL="))
+        .unwrap();
+    let rejects: Vec<_> = common::paths_under(&std::path::Path::new(source).join("mysql-test"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "reject"))
+        .collect();
+    assert!(rejects.is_empty(), "{rejects:?}");
+}

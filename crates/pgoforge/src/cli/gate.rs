@@ -107,7 +107,7 @@ fn mtr_stage<'a>(a: &'a GateArgs, recipe: &'a Recipe) -> Result<Option<MtrStage<
         mode: a.gate,
         tests,
         args,
-        tests_dir: Path::new(source).join(&spec.tests_dir),
+        source_dir: PathBuf::from(source),
         build_dir,
         server_rel: rel.to_path_buf(),
         baseline,

@@ -6,10 +6,12 @@
 //!
 //! MTR comes from the baseline's build tree (its test client and tools built there as extra
 //! targets, see [`MtrSpec::targets`]) or from an installed test tree (Debian's mariadb-test). The
-//! binary under test is swapped in through the variable MTR reads the server's directory from
-//! (MariaDB: `MTR_BINDIR_FORCED`), pointed at a directory holding only a link to that binary:
-//! clients, plugins, error messages and test files stay the baseline's, so a difference is the
-//! server's.
+//! binary under test is swapped in through the variable MTR reads the server's directory from,
+//! in one of two ways ([`ServerSwap`]): MariaDB's `MTR_BINDIR_FORCED` names a directory that
+//! holds only a link to that binary; MySQL's `MTR_BINDIR` names the directory MTR takes the server
+//! *and* every client from, so it gets a shadow of the baseline's build directory in which only
+//! the server's link differs. Either way clients, plugins, error messages and test files stay the
+//! baseline's, so a difference is the server's.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -29,8 +31,17 @@ pub struct MtrSpec {
     /// Make targets MTR needs besides the server (the test client, the clients and tools tests
     /// call, MTR's process wrapper), built in the baseline's tree.
     pub targets: Vec<String>,
-    /// The MTR script, relative to the build directory.
+    /// The MTR script, relative to the build directory or (`script_in = "source"`) the source
+    /// tree.
     pub script: String,
+    /// Where `script` lives. MySQL's build directory holds a wrapper that points MTR at that
+    /// build directory itself, which would test the baseline's server whatever is swapped in; its
+    /// source tree holds the script proper.
+    #[serde(default)]
+    pub script_in: ScriptIn,
+    /// How the binary under test takes the server's place.
+    #[serde(default)]
+    pub swap: ServerSwap,
     /// The test files, relative to the source tree.
     #[serde(default = "default_tests_dir")]
     pub tests_dir: String,
@@ -45,6 +56,29 @@ pub struct MtrSpec {
     /// Further MTR arguments, the same for every binary.
     #[serde(default)]
     pub args: Vec<String>,
+}
+
+/// Which tree [`MtrSpec::script`] is relative to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScriptIn {
+    #[default]
+    Build,
+    Source,
+}
+
+/// How the directory named by [`MtrSpec::server_dir_env`] is made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServerSwap {
+    /// A directory holding only a link to the binary at the recipe's binary path (MariaDB's
+    /// `MTR_BINDIR_FORCED` serves the server alone).
+    #[default]
+    Link,
+    /// A shadow of the baseline's build directory: a link to every entry, except along the
+    /// recipe's binary path, which is real directories of links ending in the binary under test
+    /// (MySQL's `MTR_BINDIR` serves the server, the clients, plugins and error messages).
+    ShadowBuild,
 }
 
 fn default_tests_dir() -> String {
@@ -118,6 +152,54 @@ pub struct MtrTree {
     /// e.g. `sql/mariadbd`).
     pub server_rel: PathBuf,
     pub server_dir_env: String,
+    pub swap: ServerSwap,
+    /// The baseline's build directory, which a shadow mirrors.
+    pub build_dir: PathBuf,
+}
+
+/// Makes the directory MTR takes the server from at `at`, with `binary` as the server.
+pub fn server_dir(tree: &MtrTree, binary: &Path, at: &Path) -> Result<()> {
+    match tree.swap {
+        ServerSwap::Link => {
+            let link = at.join(&tree.server_rel);
+            fs::create_dir_all(link.parent().context("the server path has a directory")?)
+                .with_context(|| format!("creating {}", at.display()))?;
+            std::os::unix::fs::symlink(binary, &link)
+                .with_context(|| format!("linking {} to {}", link.display(), binary.display()))
+        }
+        ServerSwap::ShadowBuild => shadow(&tree.build_dir, at, &tree.server_rel, binary),
+    }
+}
+
+/// `to` as a copy of `from` made of links, except along `rel`, whose last component links to
+/// `binary`.
+fn shadow(from: &Path, to: &Path, rel: &Path, binary: &Path) -> Result<()> {
+    let mut parts = rel.components();
+    let first = parts
+        .next()
+        .context("the recipe's binary path is empty")?
+        .as_os_str()
+        .to_os_string();
+    let rest = parts.as_path();
+    fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    let entries = fs::read_dir(from).with_context(|| format!("reading {}", from.display()))?;
+    for e in entries {
+        let e = e.with_context(|| format!("reading {}", from.display()))?;
+        let name = e.file_name();
+        if name == first {
+            continue;
+        }
+        let (src, dst) = (e.path(), to.join(&name));
+        std::os::unix::fs::symlink(&src, &dst)
+            .with_context(|| format!("linking {} to {}", dst.display(), src.display()))?;
+    }
+    let dst = to.join(&first);
+    if rest.as_os_str().is_empty() {
+        std::os::unix::fs::symlink(binary, &dst)
+            .with_context(|| format!("linking {} to {}", dst.display(), binary.display()))
+    } else {
+        shadow(&from.join(&first), &dst, rest, binary)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -262,11 +344,7 @@ pub fn run(
         fs::remove_dir_all(dir)
             .with_context(|| format!("removing {}, left by an earlier MTR run", dir.display()))?;
     }
-    let link = dir.join("server").join(&tree.server_rel);
-    fs::create_dir_all(link.parent().context("the server path has a directory")?)
-        .with_context(|| format!("creating {}", dir.display()))?;
-    std::os::unix::fs::symlink(&binary, &link)
-        .with_context(|| format!("linking {} to {}", link.display(), binary.display()))?;
+    server_dir(tree, &binary, &dir.join("server"))?;
     let test_dir = tree
         .script
         .parent()
@@ -309,6 +387,7 @@ pub fn run(
         });
     let seconds = t0.elapsed().as_secs_f64();
     keep_rejects(&tree.tests_dir, started, &dir.join("rejects"));
+    prune_vardir(&dir.join("var"));
     match ran {
         Ok(_) | Err(ToolError::Failed { .. }) => {}
         Err(e) => return Err(e.into()),
@@ -330,6 +409,31 @@ pub fn run(
         seconds,
         log,
     })
+}
+
+/// Directories in an MTR vardir that hold data, not findings: datadirs (MySQL keeps a ~100 MB copy
+/// for every failing test), the copied test data, MariaDB's bootstrap database.
+const VARDIR_BULK: [&str; 3] = ["data", "std_data", "install.db"];
+
+/// Leaves in a finished run's vardir what explains a failure — the test logs, reject files,
+/// server error logs, configurations — and removes the bulk (a MySQL run with a dozen failures
+/// left 3 GB).
+fn prune_vardir(var: &Path) {
+    let Ok(entries) = fs::read_dir(var) else {
+        return;
+    };
+    for e in entries.flatten() {
+        // Not followed through links: file_type does not.
+        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let p = e.path();
+        if VARDIR_BULK.iter().any(|b| e.file_name() == *b) {
+            let _ = fs::remove_dir_all(&p);
+        } else {
+            prune_vardir(&p);
+        }
+    }
 }
 
 /// mysqltest writes a failing test's output beside its expected result when that directory is
@@ -606,6 +710,116 @@ Completed: Failed 1/4 tests, 75.00% were successful.
         assert_eq!(r.len(), 1);
         assert_eq!(r[0].outcome, TestOutcome::RetryPass);
         assert!(parse("Logging: ... [ pass ] nothing").is_empty());
+    }
+
+    #[test]
+    fn a_shadow_build_dir_differs_from_the_build_dir_only_in_the_server() {
+        let t = tempfile::tempdir().unwrap();
+        let build = t.path().join("build");
+        let bin = build.join("runtime_output_directory");
+        fs::create_dir_all(&bin).unwrap();
+        fs::create_dir_all(build.join("share/english")).unwrap();
+        for f in ["mysqld", "mysql", "mysqltest"] {
+            fs::write(bin.join(f), f).unwrap();
+        }
+        fs::write(build.join("CMakeCache.txt"), "").unwrap();
+        let variant = t.path().join("variant-mysqld");
+        fs::write(&variant, "variant").unwrap();
+        let mut tree = MtrTree {
+            script: PathBuf::new(),
+            tests_dir: PathBuf::new(),
+            server_rel: "runtime_output_directory/mysqld".into(),
+            server_dir_env: "MTR_BINDIR".into(),
+            swap: ServerSwap::ShadowBuild,
+            build_dir: build.clone(),
+        };
+        let at = t.path().join("shadow");
+        server_dir(&tree, &variant, &at).unwrap();
+        let read = |p: &str| fs::read_to_string(at.join(p)).unwrap();
+        // The server is the variant; the clients and everything else the build's.
+        assert_eq!(read("runtime_output_directory/mysqld"), "variant");
+        assert_eq!(read("runtime_output_directory/mysql"), "mysql");
+        assert_eq!(
+            fs::read_link(at.join("share")).unwrap(),
+            build.join("share")
+        );
+        assert_eq!(
+            fs::read_link(at.join("CMakeCache.txt")).unwrap(),
+            build.join("CMakeCache.txt")
+        );
+        assert!(!fs::symlink_metadata(at.join("runtime_output_directory"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        // Nothing written through the links: the build's own server is untouched.
+        assert_eq!(fs::read_to_string(bin.join("mysqld")).unwrap(), "mysqld");
+        let names = |d: &Path| {
+            let mut v: Vec<_> = fs::read_dir(d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(names(&at), names(&build));
+        assert_eq!(names(&at.join("runtime_output_directory")), names(&bin));
+
+        // MariaDB's way: the server alone.
+        tree.swap = ServerSwap::Link;
+        tree.server_rel = "sql/mariadbd".into();
+        let at = t.path().join("link");
+        server_dir(&tree, &variant, &at).unwrap();
+        assert_eq!(names(&at), ["sql"]);
+        assert_eq!(
+            fs::read_to_string(at.join("sql/mariadbd")).unwrap(),
+            "variant"
+        );
+    }
+
+    #[test]
+    fn a_pruned_vardir_keeps_the_findings_and_drops_the_datadirs() {
+        let t = tempfile::tempdir().unwrap();
+        let var = t.path().join("var");
+        for d in [
+            "data/mysql",
+            "std_data/x",
+            "install.db",
+            "1/log/main.cast/mysqld.1/data/test",
+            "mysqld.1/data",
+        ] {
+            fs::create_dir_all(var.join(d)).unwrap();
+        }
+        for f in [
+            "1/log/cast.reject",
+            "1/log/mysqld.1.err",
+            "1/log/main.cast/mysqld.1/mysqld.log",
+            "1/log/main.cast/mysqld.1/data/test/t1.ibd",
+        ] {
+            fs::write(var.join(f), "x").unwrap();
+        }
+        // A link to a data directory elsewhere is not followed.
+        let outside = t.path().join("outside/data");
+        fs::create_dir_all(&outside).unwrap();
+        fs::write(outside.join("keep"), "x").unwrap();
+        std::os::unix::fs::symlink(t.path().join("outside"), var.join("linked")).unwrap();
+        prune_vardir(&var);
+        for gone in [
+            "data",
+            "std_data",
+            "install.db",
+            "1/log/main.cast/mysqld.1/data",
+            "mysqld.1/data",
+        ] {
+            assert!(!var.join(gone).exists(), "{gone}");
+        }
+        for kept in [
+            "1/log/cast.reject",
+            "1/log/mysqld.1.err",
+            "1/log/main.cast/mysqld.1/mysqld.log",
+        ] {
+            assert!(var.join(kept).is_file(), "{kept}");
+        }
+        assert!(outside.join("keep").is_file());
     }
 
     fn run_of(name: &str, tests: &[(&str, TestOutcome)]) -> MtrRun {

@@ -403,7 +403,7 @@ fn mtr_stage<'a>(
         args,
         build_dir: baseline.build_dir.clone(),
         server_rel: req.recipe.build.binary.clone().into(),
-        tests_dir: src.dir.join(&spec.tests_dir),
+        source_dir: src.dir.clone(),
         baseline: contenders[0].binary.clone(),
         candidates: candidates(contenders),
         identities: identities(contenders),

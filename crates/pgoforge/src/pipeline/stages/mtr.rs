@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use crate::gate::mtr::{self, GateMode, MtrGate, MtrSpec, MtrTree, TestOutcome};
+use crate::gate::mtr::{self, GateMode, MtrGate, MtrSpec, MtrTree, ScriptIn, TestOutcome};
 use crate::infra::runner::Tool;
 use crate::pipeline::stage::{Ctx, Made, Stage};
 use crate::pipeline::state::inputs_hash;
@@ -24,8 +24,9 @@ pub struct MtrStage<'a> {
     pub build_dir: PathBuf,
     /// The recipe's server binary, relative to the build directory.
     pub server_rel: PathBuf,
-    /// Where the test files live (mysqltest writes failing output beside them).
-    pub tests_dir: PathBuf,
+    /// The source tree: the test files live there (mysqltest writes failing output beside
+    /// them), and MySQL's MTR script.
+    pub source_dir: PathBuf,
     pub baseline: PathBuf,
     pub candidates: Vec<(String, PathBuf)>,
     /// What identifies each binary (a rebuilt binary at the same path is a new one).
@@ -34,11 +35,17 @@ pub struct MtrStage<'a> {
 
 impl MtrStage<'_> {
     fn tree(&self) -> MtrTree {
+        let script_root = match self.spec.script_in {
+            ScriptIn::Build => &self.build_dir,
+            ScriptIn::Source => &self.source_dir,
+        };
         MtrTree {
-            script: self.build_dir.join(&self.spec.script),
-            tests_dir: self.tests_dir.clone(),
+            script: script_root.join(&self.spec.script),
+            tests_dir: self.source_dir.join(&self.spec.tests_dir),
             server_rel: self.server_rel.clone(),
             server_dir_env: self.spec.server_dir_env.clone(),
+            swap: self.spec.swap,
+            build_dir: self.build_dir.clone(),
         }
     }
 
@@ -55,6 +62,7 @@ impl MtrStage<'_> {
         }
         Tool::new(&mut make, "building MTR's tools in the baseline's tree")
             .log(Some(log))
+            .own_process_group()
             .run()?;
         Ok(t0.elapsed().as_secs_f64())
     }
