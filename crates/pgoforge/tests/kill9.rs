@@ -177,15 +177,10 @@ fn half_written(work: &Path, strict: bool) -> Vec<String> {
                 .components()
                 .any(|c| c.as_os_str() == "build" || c.as_os_str() == "src");
             // A SIGKILL between an atomic write (fsynced, so slow on a loaded machine) and its
-            // rename leaves the .tmp. In scratch server instances that the next run removes
-            // whole and never reads as finished — the gate's (WORK/gate/NAME/) and a dataset
-            // template still being built (NAME.building/) — that is allowed right after a kill;
-            // the final strict check finds none.
-            let scratch = rel.starts_with("gate")
-                || rel
-                    .components()
-                    .any(|c| c.as_os_str().to_string_lossy().ends_with(".building"));
-            let allowed_tmp = !strict && scratch && n.ends_with(".tmp");
+            // rename leaves the .tmp, never a torn target; the next write of that target removes
+            // it (infra::fs), so right after a kill it is allowed, and the final strict check,
+            // after the undisturbed run, finds none.
+            let allowed_tmp = !strict && n.ends_with(".tmp");
             !(in_tree || allowed_tmp)
                 && ((strict && n.ends_with(".building")) || (p.is_file() && n.contains(".tmp")))
         })

@@ -31,7 +31,37 @@ pub fn write_atomic(path: &Path, contents: impl AsRef<[u8]>) -> Result<()> {
         let _ = fs::remove_file(&tmp);
         return Err(e).with_context(|| format!("writing {}", path.display()));
     }
+    remove_stale_temporaries(path, &name);
     Ok(())
+}
+
+/// A process killed (SIGKILL, power loss) between creating its temporary file and renaming it
+/// leaves the temporary behind, never the target half-written; the next write of the same target
+/// removes it, once its writer is gone.
+fn remove_stale_temporaries(path: &Path, name: &str) {
+    let Some(dir) = path.parent() else { return };
+    let Ok(entries) = fs::read_dir(if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    }) else {
+        return;
+    };
+    let prefix = format!(".{name}.");
+    for e in entries.flatten() {
+        let n = e.file_name();
+        let Some(rest) = n
+            .to_str()
+            .and_then(|n| n.strip_prefix(&prefix))
+            .and_then(|r| r.strip_suffix(".tmp"))
+        else {
+            continue;
+        };
+        let writer = rest.split('.').next().and_then(|p| p.parse::<u32>().ok());
+        if writer.is_some_and(|pid| pid != std::process::id() && !super::pid_alive(pid)) {
+            let _ = fs::remove_file(e.path());
+        }
+    }
 }
 
 /// [`write_atomic`] of a value as pretty JSON.
@@ -188,6 +218,26 @@ mod tests {
         let e = write_atomic(&t.path().join("d"), "x").unwrap_err();
         assert!(format!("{e:#}").contains("writing"), "{e:#}");
         assert_eq!(fs::read_dir(t.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn a_killed_writers_temporary_goes_with_the_next_write() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("report.md");
+        // pid 0 is never a process; a live writer's (ours: another thread's write) is kept, as
+        // is another file's.
+        let dead = t.path().join(".report.md.0.3.tmp");
+        let live = t
+            .path()
+            .join(format!(".report.md.{}.99.tmp", std::process::id()));
+        let other = t.path().join(".report.html.0.1.tmp");
+        for f in [&dead, &live, &other] {
+            fs::write(f, "half").unwrap();
+        }
+        write_atomic(&p, "whole").unwrap();
+        assert!(!dead.exists());
+        assert!(live.exists() && other.exists());
+        assert_eq!(fs::read_to_string(&p).unwrap(), "whole");
     }
 
     #[test]

@@ -17,6 +17,18 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Whether `pid` is a live process (not a zombie: this sandbox's PID 1 does not reap).
+pub fn pid_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .map(str::trim_start)
+            .is_some_and(|s| !s.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
 /// `N` bytes from the kernel's random source (passwords, benchmark seeds).
 pub fn random_bytes<const N: usize>() -> std::io::Result<[u8; N]> {
     use std::io::Read;

@@ -161,14 +161,7 @@ impl ServerState {
 
 /// Whether `pid` is a live process (not a zombie).
 pub fn alive(pid: u32) -> bool {
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .map(str::trim_start)
-            .is_some_and(|s| !s.starts_with('Z')),
-        Err(_) => false,
-    }
+    crate::infra::pid_alive(pid)
 }
 
 /// A running server this process started (or took over from a state file).
