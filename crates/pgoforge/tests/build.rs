@@ -435,16 +435,7 @@ fn bad_input_gives_clear_errors() {
 fn a_failing_build_shows_its_log_and_is_never_cached() {
     let work = tempfile::tempdir().unwrap();
     let broken = work.path().join("broken");
-    fs::create_dir_all(broken.join("src")).unwrap();
-    for f in [
-        "CMakeLists.txt",
-        "src/fix.h",
-        "src/main.c",
-        "src/parse.cpp",
-        "src/workers.cpp",
-    ] {
-        fs::copy(fixture().join(f), broken.join(f)).unwrap();
-    }
+    pgoforge::infra::fs::copy_tree(&fixture(), &broken).unwrap();
     fs::write(
         broken.join("src/kv.c"),
         "int kv_workload( { syntax error here\n",
@@ -547,16 +538,7 @@ fn cli_build_prints_where_the_binary_is() {
 fn a_signal_to_pgoforge_alone_stops_its_build() {
     let work = tempfile::tempdir().unwrap();
     let slow = work.path().join("slow");
-    fs::create_dir_all(slow.join("src")).unwrap();
-    for f in [
-        "src/fix.h",
-        "src/main.c",
-        "src/kv.c",
-        "src/parse.cpp",
-        "src/workers.cpp",
-    ] {
-        fs::copy(fixture().join(f), slow.join(f)).unwrap();
-    }
+    pgoforge::infra::fs::copy_tree(&fixture(), &slow).unwrap();
     // A build step that takes minutes and says who it is.
     fs::write(slow.join("slow.sh"), "echo $$ > \"$1\"\nexec sleep 300\n").unwrap();
     let cmake = fs::read_to_string(fixture().join("CMakeLists.txt")).unwrap()
