@@ -418,10 +418,18 @@ fn missing_profile_warnings(log: &Path) -> u64 {
         .count() as u64
 }
 
-/// make's `[ NN%]` progress prefix.
+/// The build's progress from one output line: make's `[ NN%]` prefix, or Ninja's `[done/total]`.
 fn make_percent(line: &str) -> Option<u64> {
-    line.strip_prefix('[')
-        .and_then(|r| r.split('%').next())
+    let inner = line.strip_prefix('[')?.split(']').next()?;
+    if let Some((done, total)) = inner.split_once('/') {
+        let (done, total) = (
+            done.trim().parse::<u64>().ok()?,
+            total.trim().parse::<u64>().ok()?,
+        );
+        return (total > 0).then(|| (done * 100 / total).min(100));
+    }
+    inner
+        .strip_suffix('%')
         .and_then(|n| n.trim().parse::<u64>().ok())
         .map(|p| p.min(100))
 }
@@ -452,6 +460,26 @@ fn with_log_tail(e: ToolError, log: &Path, n: usize) -> anyhow::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_is_read_from_make_and_ninja_lines() {
+        assert_eq!(make_percent("[ 42%] Building CXX object sql/x.o"), Some(42));
+        assert_eq!(
+            make_percent("[100%] Linking CXX executable mysqld"),
+            Some(100)
+        );
+        assert_eq!(
+            make_percent("[250/1000] Building CXX object sql/x.o"),
+            Some(25)
+        );
+        assert_eq!(
+            make_percent("[1000/1000] Linking CXX executable mysqld"),
+            Some(100)
+        );
+        assert_eq!(make_percent("[0/0] nothing"), None);
+        assert_eq!(make_percent("[abc] Building"), None);
+        assert_eq!(make_percent("warning: [-Wmissing-profile]"), None);
+    }
 
     #[test]
     fn earlier_attempts_add_up_from_the_log() {
