@@ -78,7 +78,7 @@ fn request(
         // Tests share the machine (and one of them loads it on purpose).
         guard: pgoforge::bench::run::Guard::allow_busy(),
         auto_rounds: false,
-        gate: pgoforge::gate::mtr::GateMode::Quick,
+        gate: pgoforge::gate::GateMode::Quick,
         mtr_tests: None,
     }
 }
@@ -290,7 +290,7 @@ fn a_variant_failing_the_servers_own_tests_is_stopped_by_the_gate_with_the_tests
         tiny_bench(2),
         work.clone(),
     );
-    req.gate = pgoforge::gate::mtr::GateMode::Mtr;
+    req.gate = pgoforge::gate::GateMode::Mtr;
     req.package = false;
     req.outside.push(pgoforge::bench::run::Contender {
         name: "broken".into(),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use pgoforge::gate::mtr::GateMode;
+use pgoforge::gate::GateMode;
 use pgoforge::gate::GateWorkload;
 use pgoforge::pipeline::stage::Ctx;
 use pgoforge::pipeline::stages::{GateStage, MtrStage};

@@ -8,7 +8,7 @@ use clap::Args;
 use pgoforge::bench::report;
 use pgoforge::builder::Variant;
 use pgoforge::events::Reporter;
-use pgoforge::gate::mtr::GateMode;
+use pgoforge::gate::GateMode;
 use pgoforge::infra::time::human;
 use pgoforge::pipeline::{self, deps, Env, Outcome, RunPlan, RunRequest};
 use pgoforge::recipe::Recipe;

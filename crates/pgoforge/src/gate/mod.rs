@@ -14,6 +14,40 @@ use serde::{Deserialize, Serialize};
 
 use crate::server::{Server, ServerSpec};
 
+/// How much the gate checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GateMode {
+    /// The seeded write workload and CHECKSUM TABLE only.
+    Quick,
+    /// Quick, then the recipe's curated MTR subset (minutes per binary).
+    Mtr,
+    /// Quick, then the recipe's whole MTR suites.
+    Full,
+}
+
+impl std::fmt::Display for GateMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            GateMode::Quick => "quick",
+            GateMode::Mtr => "mtr",
+            GateMode::Full => "full",
+        })
+    }
+}
+
+impl std::str::FromStr for GateMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<GateMode, String> {
+        match s {
+            "quick" => Ok(GateMode::Quick),
+            "mtr" => Ok(GateMode::Mtr),
+            "full" => Ok(GateMode::Full),
+            _ => Err(format!("unknown gate '{s}'; choose quick, mtr or full")),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Checksums {
     pub binary: PathBuf,

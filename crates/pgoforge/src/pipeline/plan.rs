@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::bench::spec::BenchSpec;
 use crate::builder::{Stage as BuildKind, Variant};
-use crate::gate::mtr::GateMode;
+use crate::gate::GateMode;
 use crate::profile::train::Mix;
 use crate::recipe::Recipe;
 use crate::server::ServerConfig;

@@ -1,15 +1,13 @@
 //! The gate's second step: the server's own regression tests (MTR) on the baseline and every
 //! candidate, after the quick CHECKSUM gate. MTR's tools are built in the baseline's build tree
-//! first (make targets the recipe names; an already built tree costs seconds).
+//! first (the recipe's targets; an already built tree costs seconds): gate/mtr/ does both.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Instant;
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
-use crate::gate::mtr::{self, GateMode, MtrGate, MtrSpec, MtrTree, ScriptIn, TestOutcome};
-use crate::infra::runner::Tool;
+use crate::gate::mtr::{self, MtrGate, MtrSpec, MtrTree, ScriptIn, TestOutcome};
+use crate::gate::GateMode;
 use crate::pipeline::stage::{Ctx, Made, Stage};
 use crate::pipeline::state::inputs_hash;
 
@@ -48,24 +46,6 @@ impl MtrStage<'_> {
             build_dir: self.build_dir.clone(),
         }
     }
-
-    /// Builds MTR's tools in the baseline's tree; returns the seconds it took.
-    fn build_tools(&self, log: &Path) -> Result<f64> {
-        let t0 = Instant::now();
-        let mut make = Command::new("cmake");
-        make.arg("--build")
-            .arg(&self.build_dir)
-            .arg("-j")
-            .arg(crate::builder::default_jobs().to_string());
-        for t in &self.spec.targets {
-            make.arg("--target").arg(t);
-        }
-        Tool::new(&mut make, "building MTR's tools in the baseline's tree")
-            .log(Some(log))
-            .own_process_group()
-            .run()?;
-        Ok(t0.elapsed().as_secs_f64())
-    }
 }
 
 impl Stage for MtrStage<'_> {
@@ -97,7 +77,8 @@ impl Stage for MtrStage<'_> {
             &stage,
             &format!("building MTR's tools in {}", self.build_dir.display()),
         );
-        let tools_seconds = self.build_tools(&dir.join("tools.log"))?;
+        let tools_seconds =
+            mtr::build_tools(&self.build_dir, &self.spec.targets, &dir.join("tools.log"))?;
         cx.reporter.message(
             &stage,
             &format!(

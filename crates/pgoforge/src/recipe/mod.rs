@@ -4,6 +4,8 @@
 //! 8.0/8.4/9.7 and Percona Server 8.0/8.4. A user recipe may `extends = "NAME"` an embedded one and
 //! override any field; unknown fields are errors that name the field.
 
+pub mod mtr;
+
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -12,18 +14,27 @@ use serde::{Deserialize, Serialize};
 const EMBEDDED: [(&str, &str); 6] = [
     (
         "mariadb-10.11",
-        include_str!("../../../recipes/mariadb-10.11.toml"),
+        include_str!("../../../../recipes/mariadb-10.11.toml"),
     ),
-    ("mysql-8.0", include_str!("../../../recipes/mysql-8.0.toml")),
-    ("mysql-8.4", include_str!("../../../recipes/mysql-8.4.toml")),
-    ("mysql-9.7", include_str!("../../../recipes/mysql-9.7.toml")),
+    (
+        "mysql-8.0",
+        include_str!("../../../../recipes/mysql-8.0.toml"),
+    ),
+    (
+        "mysql-8.4",
+        include_str!("../../../../recipes/mysql-8.4.toml"),
+    ),
+    (
+        "mysql-9.7",
+        include_str!("../../../../recipes/mysql-9.7.toml"),
+    ),
     (
         "percona-8.0",
-        include_str!("../../../recipes/percona-8.0.toml"),
+        include_str!("../../../../recipes/percona-8.0.toml"),
     ),
     (
         "percona-8.4",
-        include_str!("../../../recipes/percona-8.4.toml"),
+        include_str!("../../../../recipes/percona-8.4.toml"),
     ),
 ];
 
@@ -98,7 +109,7 @@ pub struct Recipe {
     pub build: BuildSpec,
     /// The server's own regression tests for the gate (absent: the quick gate only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mtr: Option<crate::gate::mtr::MtrSpec>,
+    pub mtr: Option<mtr::MtrSpec>,
 }
 
 fn parse_value(name: &str, text: &str) -> Result<toml::Table> {
