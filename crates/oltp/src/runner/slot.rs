@@ -1,0 +1,81 @@
+//! One connection's state: where it is in its current event, what it has drawn and counted; and
+//! how a connection is opened and its statements prepared.
+
+use std::time::Instant;
+
+use hdrhistogram::Histogram;
+
+use super::counters::EventTally;
+use crate::proto::{Conn, DbError};
+use crate::result::ThreadStats;
+use crate::rng::SbRng;
+use crate::settings::PsMode;
+use crate::workload::{kinds, Draws, Handle, StmtKind, StmtTable, Workload};
+
+/// One connection and where it is in its current event.
+pub(super) struct Slot {
+    pub(super) tid: u32,
+    pub(super) conn: Conn,
+    pub(super) rng: SbRng,
+    pub(super) stmts: StmtTable,
+    pub(super) draws: Draws,
+    pub(super) cursor: usize,
+    pub(super) in_event: bool,
+    pub(super) ev_start: Instant,
+    pub(super) tally: EventTally,
+    pub(super) current: StmtKind,
+    pub(super) events: u64,
+    pub(super) busy_ns: u64,
+    pub(super) bulk: Vec<u8>,
+    pub(super) bulk_prefix_len: usize,
+    pub(super) bulk_rows: u64,
+    pub(super) bulk_next: u64,
+    pub(super) finished: bool,
+    pub(super) idle_until: Option<Instant>,
+    /// Driven by an epoll loop (non-blocking socket) rather than blocking reads.
+    pub(super) event_loop: bool,
+    /// The socket is not (yet, or after a reconnect no longer) in the epoll set.
+    pub(super) needs_register: bool,
+}
+
+pub(super) enum Status {
+    Waiting,
+    Idle(Instant),
+    Finished,
+}
+
+/// What a worker hands back when its connections are done.
+pub(super) struct WorkerOut {
+    pub(super) threads: Vec<(u32, ThreadStats)>,
+    pub(super) hdr: Histogram<u64>,
+    pub(super) min_ns: u64,
+    pub(super) max_ns: u64,
+    pub(super) sum_ns: u64,
+}
+
+pub(super) fn new_hdr() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid HDR bounds")
+}
+
+/// Connects connection `tid` and prepares its statements as sysbench's `thread_init` does.
+pub(super) fn open(w: &Workload, tid: u32) -> Result<(Conn, StmtTable), DbError> {
+    let s = &w.settings;
+    let mut conn = Conn::connect(&s.conn.for_connection(tid as usize))?;
+    let mut stmts = StmtTable::new(kinds(&w.plan), s.schema.tables);
+    let mut handles = Vec::new();
+    for (_, _, sql) in stmts.statements(s) {
+        let h = if s.ps_mode == PsMode::Disable {
+            Handle::text(&sql)
+        } else {
+            match conn.prepare(&sql) {
+                Ok(p) => Handle::Prepared(p, false),
+                // ER_UNSUPPORTED_PS: sysbench silently emulates such statements as text.
+                Err(DbError::Server(e)) if e.code == 1295 => Handle::text(&sql),
+                Err(e) => return Err(e),
+            }
+        };
+        handles.push(h);
+    }
+    stmts.set(handles);
+    Ok((conn, stmts))
+}

@@ -1,0 +1,363 @@
+//! A worker thread: the per-connection state machine (send the next statement, take the reply
+//! or the error, end the event) and the thread's start-up and result.
+
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::sync::Barrier;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+
+use super::counters::{bump, Counters, EventTally};
+use super::schedule::{Claim, Shared};
+use super::slot::{new_hdr, open, Slot, Status, WorkerOut};
+use crate::proto::{encode_query, DbError, Reply};
+use crate::result::ThreadStats;
+use crate::rng::SbRng;
+use crate::schema::BULK_PACKET_SIZE;
+use crate::settings::PsMode;
+use crate::workload::{push_int, Draws, Op, StmtKind};
+
+pub(super) struct Worker<'a> {
+    pub(super) sh: &'a Shared,
+    pub(super) c: &'a Counters,
+    pub(super) hdr: Histogram<u64>,
+    pub(super) min_ns: u64,
+    pub(super) max_ns: u64,
+    pub(super) sum_ns: u64,
+}
+
+impl<'a> Worker<'a> {
+    pub(super) fn end_event(&mut self, slot: &mut Slot, now: Instant) {
+        let ns = now.saturating_duration_since(slot.ev_start).as_nanos() as u64;
+        let t = std::mem::take(&mut slot.tally);
+        if self.sh.arrivals.is_some() {
+            self.sh.in_flight.fetch_sub(1, Ordering::Relaxed);
+        }
+        slot.in_event = false;
+        if !self.sh.measuring(now) {
+            return;
+        }
+        let c = self.c;
+        bump(&c.reads, t.reads);
+        bump(&c.writes, t.writes);
+        bump(&c.others, t.others);
+        bump(&c.errors, t.errors);
+        bump(&c.reconnects, t.reconnects);
+        c.hist.record_ms(ns as f64 / 1e6);
+        bump(&c.events, 1);
+        self.hdr.saturating_record(ns.max(1));
+        self.min_ns = self.min_ns.min(ns);
+        self.max_ns = self.max_ns.max(ns);
+        self.sum_ns += ns;
+        slot.events += 1;
+        slot.busy_ns += ns;
+    }
+
+    /// Runs the slot's steps until it waits for the server, must idle, or is done.
+    pub(super) fn advance(&mut self, slot: &mut Slot) -> Status {
+        let w = &self.sh.w;
+        let mut now: Option<Instant> = None;
+        loop {
+            if !slot.in_event {
+                let t = *now.get_or_insert_with(Instant::now);
+                match self.sh.claim(t) {
+                    Claim::Go(start) => {
+                        slot.in_event = true;
+                        slot.ev_start = start;
+                        slot.cursor = 0;
+                    }
+                    Claim::Wait(until) => return Status::Idle(until),
+                    Claim::Stop => {
+                        self.finish(slot);
+                        return Status::Finished;
+                    }
+                }
+            }
+            let Some(&op) = w.plan.get(slot.cursor) else {
+                let t = Instant::now();
+                self.end_event(slot, t);
+                now = Some(t);
+                continue;
+            };
+            match op {
+                Op::Stmt(StmtKind::BulkRow) => {
+                    let mut row = Vec::with_capacity(24);
+                    row.push(b'(');
+                    push_int(&mut row, slot.bulk_next as i64 + 1);
+                    row.push(b',');
+                    push_int(&mut row, slot.bulk_next as i64 + 1);
+                    row.push(b')');
+                    let sep = (slot.bulk_rows > 0) as usize;
+                    if slot.bulk.len() + row.len() + 1 + sep > BULK_PACKET_SIZE
+                        && slot.bulk_rows > 0
+                    {
+                        slot.current = StmtKind::BulkRow;
+                        let r = encode_query(slot.conn.out(), &slot.bulk)
+                            .and_then(|_| slot.conn.send(crate::proto::Expect::Result));
+                        if let Err(e) = r {
+                            return self.on_error(slot, e);
+                        }
+                        return Status::Waiting;
+                    }
+                    if sep == 1 {
+                        slot.bulk.push(b',');
+                    }
+                    slot.bulk.extend_from_slice(&row);
+                    slot.bulk_rows += 1;
+                    slot.bulk_next += 1;
+                    slot.cursor += 1;
+                }
+                Op::Stmt(kind) => {
+                    slot.current = kind;
+                    let out = slot.conn.out();
+                    let r = w
+                        .encode(
+                            kind,
+                            slot.tid,
+                            &mut slot.draws,
+                            &mut slot.rng,
+                            &mut slot.stmts,
+                            out,
+                        )
+                        .and_then(|expect| slot.conn.send(expect));
+                    if let Err(e) = r {
+                        return self.on_error(slot, e);
+                    }
+                    return Status::Waiting;
+                }
+                draw => {
+                    w.draw(draw, &mut slot.draws, &mut slot.rng);
+                    slot.cursor += 1;
+                }
+            }
+        }
+    }
+
+    pub(super) fn on_reply(&mut self, slot: &mut Slot, reply: Reply) -> Status {
+        match reply {
+            Reply::Done(o) => {
+                if o.result_set {
+                    slot.tally.reads += 1;
+                } else if o.affected_rows > 0 {
+                    slot.tally.writes += 1;
+                } else {
+                    slot.tally.others += 1;
+                }
+                if slot.current == StmtKind::BulkRow {
+                    // A full buffer went out; the step runs again and starts a new one.
+                    slot.bulk.truncate(slot.bulk_prefix_len);
+                    slot.bulk_rows = 0;
+                } else {
+                    slot.cursor += 1;
+                }
+                self.advance(slot)
+            }
+            Reply::Error(e) => {
+                if self.sh.w.settings.ignore_errors.contains(e.code) {
+                    // sysbench restarts the whole event with new values; its clock keeps running.
+                    slot.tally.errors += 1;
+                    slot.cursor = 0;
+                    return self.advance(slot);
+                }
+                let (func, query) = self.describe(slot);
+                self.sh.fail(
+                    format!(
+                        "FATAL: {func}() returned error {} ({}) for query '{query}'",
+                        e.code, e.message
+                    ),
+                    e.code,
+                );
+                self.abandon(slot)
+            }
+            Reply::Prepared(_) => {
+                self.on_error(slot, DbError::Protocol("unexpected prepare reply".into()))
+            }
+        }
+    }
+
+    pub(super) fn on_error(&mut self, slot: &mut Slot, e: DbError) -> Status {
+        let s = &self.sh.w.settings;
+        let code = e.code();
+        if !(e.is_connection_loss() && s.ignore_errors.contains(code)) {
+            let (func, query) = self.describe(slot);
+            self.sh.fail(
+                format!("FATAL: {func}() returned error {code} ({e}) for query '{query}'"),
+                code,
+            );
+            return self.abandon(slot);
+        }
+        // A listed connection error: reconnect, re-prepare and restart the event, as sysbench.
+        loop {
+            let now = Instant::now();
+            let late = self.sh.timing().deadline.is_some_and(|d| now >= d);
+            if self.sh.stop.load(Ordering::Relaxed) || late {
+                return self.abandon(slot);
+            }
+            match open(&self.sh.w, slot.tid) {
+                Ok((conn, stmts)) => {
+                    slot.conn = conn;
+                    slot.stmts = stmts;
+                    if slot.event_loop {
+                        if let Err(e) = slot.conn.set_nonblocking(true) {
+                            self.sh.fail(format!("FATAL: {e}"), e.code());
+                            return self.abandon(slot);
+                        }
+                        slot.needs_register = true;
+                    }
+                    break;
+                }
+                Err(_) => thread::sleep(Duration::from_millis(1)),
+            }
+        }
+        slot.tally.reconnects += 1;
+        slot.cursor = 0;
+        if slot.current == StmtKind::BulkRow {
+            slot.bulk.truncate(slot.bulk_prefix_len);
+            slot.bulk_rows = 0;
+        }
+        self.advance(slot)
+    }
+
+    /// The libmysqlclient call and statement text sysbench would name in its FATAL line.
+    pub(super) fn describe(&self, slot: &Slot) -> (&'static str, String) {
+        let kind = slot.current;
+        match kind {
+            StmtKind::BulkRow => {
+                let text = String::from_utf8_lossy(&slot.bulk[..slot.bulk.len().min(200)]);
+                ("mysql_drv_query", format!("{text}..."))
+            }
+            StmtKind::TextInsert => ("mysql_drv_query", slot.draws.last_text()),
+            _ => {
+                let table = slot.draws.table;
+                if self.sh.w.settings.ps_mode == PsMode::Disable {
+                    ("mysql_drv_query", slot.draws.last_text())
+                } else {
+                    ("mysql_stmt_execute", kind.sql(table, &self.sh.w.settings))
+                }
+            }
+        }
+    }
+
+    /// Ends a slot whose connection is unusable or whose run is over.
+    pub(super) fn abandon(&mut self, slot: &mut Slot) -> Status {
+        if slot.in_event && self.sh.arrivals.is_some() {
+            self.sh.in_flight.fetch_sub(1, Ordering::Relaxed);
+        }
+        slot.in_event = false;
+        slot.finished = true;
+        Status::Finished
+    }
+
+    /// sysbench's `thread_done`: flush a pending bulk insert, close statements.
+    pub(super) fn finish(&mut self, slot: &mut Slot) {
+        slot.finished = true;
+        if slot.bulk_rows > 0 && !self.sh.stop.load(Ordering::Relaxed) {
+            let sql = String::from_utf8_lossy(&slot.bulk).into_owned();
+            match slot.conn.query(&sql) {
+                Ok(o) if o.affected_rows > 0 => bump(&self.c.writes, 1),
+                Ok(_) => bump(&self.c.others, 1),
+                Err(e) => self.sh.fail(
+                    format!(
+                        "FATAL: mysql_drv_query() returned error {} ({e}) while flushing bulk rows",
+                        e.code()
+                    ),
+                    e.code(),
+                ),
+            }
+            slot.bulk_rows = 0;
+        }
+        let ids: Vec<u32> = slot.stmts.prepared_ids().collect();
+        for id in ids {
+            let _ = slot.conn.close_statement(id);
+        }
+    }
+}
+
+pub(super) fn worker_main(
+    sh: &Shared,
+    c: &Counters,
+    tids: Vec<u32>,
+    ready: mpsc::Sender<Result<(), DbError>>,
+    go: &Barrier,
+) -> WorkerOut {
+    let mut slots = Vec::new();
+    let mut setup: Result<(), DbError> = Ok(());
+    if !sh.w.settings.client_cpus.is_empty() {
+        if let Err(e) = crate::affinity::pin_current(&sh.w.settings.client_cpus) {
+            setup = Err(DbError::Protocol(format!(
+                "pinning the client to CPUs {:?}: {e}",
+                sh.w.settings.client_cpus
+            )));
+        }
+    }
+    for &tid in tids.iter().take(if setup.is_ok() { usize::MAX } else { 0 }) {
+        match open(&sh.w, tid) {
+            Ok((conn, stmts)) => {
+                let prefix = format!("INSERT INTO sbtest{} VALUES", tid + 1).into_bytes();
+                slots.push(Slot {
+                    tid,
+                    conn,
+                    rng: SbRng::new(sh.seed, tid as u64 + 1),
+                    stmts,
+                    draws: Draws::default(),
+                    cursor: 0,
+                    in_event: false,
+                    ev_start: Instant::now(),
+                    tally: EventTally::default(),
+                    current: StmtKind::Begin,
+                    events: 0,
+                    busy_ns: 0,
+                    bulk_prefix_len: prefix.len(),
+                    bulk: prefix,
+                    bulk_rows: 0,
+                    bulk_next: 0,
+                    finished: false,
+                    idle_until: None,
+                    event_loop: false,
+                    needs_register: false,
+                });
+            }
+            Err(e) => {
+                setup = Err(e);
+                break;
+            }
+        }
+    }
+    let _ = ready.send(setup);
+    go.wait();
+    let mut worker = Worker {
+        sh,
+        c,
+        hdr: new_hdr(),
+        min_ns: u64::MAX,
+        max_ns: 0,
+        sum_ns: 0,
+    };
+    if !sh.stop.load(Ordering::Relaxed) {
+        if slots.len() == 1 {
+            worker.run_single(&mut slots[0]);
+        } else if let Err(e) = worker.run_many(&mut slots) {
+            sh.fail(format!("FATAL: event loop failed: {e}"), 0);
+        }
+    }
+    WorkerOut {
+        threads: slots
+            .iter()
+            .map(|s| {
+                (
+                    s.tid,
+                    ThreadStats {
+                        events: s.events,
+                        time_s: s.busy_ns as f64 / 1e9,
+                    },
+                )
+            })
+            .collect(),
+        hdr: worker.hdr,
+        min_ns: worker.min_ns,
+        max_ns: worker.max_ns,
+        sum_ns: worker.sum_ns,
+    }
+}
