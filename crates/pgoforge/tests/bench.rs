@@ -7,15 +7,17 @@ use std::fs;
 use std::path::PathBuf;
 
 use oltp::settings::TestName;
+use pgoforge::bench::plan::{BenchPlan, Contender, OrderScheme};
 use pgoforge::bench::report;
-use pgoforge::bench::run::{self, read_records, Contender, Plan};
+use pgoforge::bench::run;
+use pgoforge::bench::run_dir::read_records;
 use pgoforge::bench::spec::BenchSpec;
 use pgoforge::server::ServerConfig;
 
 const MARIADBD: &str = "/usr/sbin/mariadbd";
 
-fn plan(rounds: u32) -> Plan {
-    Plan {
+fn plan(rounds: u32) -> BenchPlan {
+    BenchPlan {
         contenders: vec![
             Contender {
                 name: "debian".into(),
@@ -46,19 +48,26 @@ fn plan(rounds: u32) -> Plan {
         pin: true,
         seed: 1,
         label: "test".into(),
-        order_scheme: pgoforge::bench::run::BALANCED_ORDERS,
+        order_scheme: OrderScheme::Balanced,
         reference_only: Vec::new(),
     }
 }
 
 /// Runs a benchmark plan; tests share the machine, so the busy-machine guard lets them measure.
 fn measure(
-    p: &Plan,
+    p: &BenchPlan,
     work: &std::path::Path,
     dir: &std::path::Path,
     resume: bool,
 ) -> anyhow::Result<()> {
-    run::run(p, work, dir, resume, run::Guard::allow_busy(), &|_| {})
+    run::run(
+        p,
+        work,
+        dir,
+        resume,
+        pgoforge::bench::load::Guard::allow_busy(),
+        &|_| {},
+    )
 }
 
 #[test]
@@ -176,7 +185,7 @@ fn an_interrupted_run_resumes_and_bad_input_is_refused() {
     assert_eq!(recs.len(), 4, "the two missing cells ran again");
     assert_eq!(
         recs[0].result,
-        serde_json::from_str::<run::Record>(lines[0])
+        serde_json::from_str::<pgoforge::bench::run_dir::Record>(lines[0])
             .unwrap()
             .result,
         "finished rounds are kept"
@@ -189,7 +198,7 @@ fn an_interrupted_run_resumes_and_bad_input_is_refused() {
         .to_string()
         .contains("different plan"));
     // A missing binary, a duplicate name.
-    let refused = |p: &Plan, dir: &str| {
+    let refused = |p: &BenchPlan, dir: &str| {
         measure(p, work.path(), &work.path().join(dir), false)
             .unwrap_err()
             .to_string()
@@ -365,7 +374,7 @@ fn a_busy_machine_is_refused_unless_allowed_and_the_load_is_recorded() {
     };
     let refused = args("--busy-wait=0");
     let r = common::pgoforge(&refused.iter().map(String::as_str).collect::<Vec<_>>());
-    let measured_when_refused = run::read_records(&run).unwrap().len();
+    let measured_when_refused = read_records(&run).unwrap().len();
     // The refused benchmark left its plan and no results: measuring anyway continues it.
     let mut allowed = args("--allow-busy");
     allowed.push("--resume".into());
@@ -382,7 +391,7 @@ fn a_busy_machine_is_refused_unless_allowed_and_the_load_is_recorded() {
     );
     assert_eq!(measured_when_refused, 0);
     assert_eq!(ok.code, 0, "{}", ok.stderr);
-    let recs = run::read_records(&run).unwrap();
+    let recs = read_records(&run).unwrap();
     assert_eq!(recs.len(), 2);
     for rec in &recs {
         let l = rec.load.as_ref().expect("load recorded");
@@ -435,7 +444,7 @@ fn calibration_measures_a_floor_and_adaptive_rounds_stop_on_width() {
     assert!(std::fs::read_to_string(cal_run.join("calibration.md"))
         .unwrap()
         .contains("| oltp_point_select | 4 | 4 |"));
-    let records = run::read_records(&cal_run).unwrap();
+    let records = read_records(&cal_run).unwrap();
     assert_eq!(records.len(), 8);
 
     // Adaptive: a target no run can meet stops at --max-rounds; the floor came along.
@@ -452,7 +461,7 @@ fn calibration_measures_a_floor_and_adaptive_rounds_stop_on_width() {
     let r = adaptive(&tight, "0.0001");
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stderr.contains("--max-rounds 3 reached"), "{}", r.stderr);
-    let rounds: std::collections::BTreeSet<u32> = run::read_records(&tight)
+    let rounds: std::collections::BTreeSet<u32> = read_records(&tight)
         .unwrap()
         .iter()
         .map(|r| r.round)
@@ -474,5 +483,5 @@ fn calibration_measures_a_floor_and_adaptive_rounds_stop_on_width() {
     let r = adaptive(&loose, "1e9");
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stderr.contains("every interval within ±"), "{}", r.stderr);
-    assert_eq!(run::read_records(&loose).unwrap().len(), 4);
+    assert_eq!(read_records(&loose).unwrap().len(), 4);
 }

@@ -76,7 +76,7 @@ fn request(
         separate_bolt_builds: false,
         outside: Vec::new(),
         // Tests share the machine (and one of them loads it on purpose).
-        guard: pgoforge::bench::run::Guard::allow_busy(),
+        guard: pgoforge::bench::load::Guard::allow_busy(),
         auto_rounds: false,
         gate: pgoforge::gate::GateMode::Quick,
         mtr_tests: None,
@@ -292,7 +292,7 @@ fn a_variant_failing_the_servers_own_tests_is_stopped_by_the_gate_with_the_tests
     );
     req.gate = pgoforge::gate::GateMode::Mtr;
     req.package = false;
-    req.outside.push(pgoforge::bench::run::Contender {
+    req.outside.push(pgoforge::bench::plan::Contender {
         name: "broken".into(),
         binary: broken_server(t.path()),
         buffer_pool_mb: None,

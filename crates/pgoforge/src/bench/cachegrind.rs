@@ -20,7 +20,7 @@ use anyhow::{bail, Context, Result};
 use oltp::settings::{Settings, TestName};
 use serde::{Deserialize, Serialize};
 
-use super::run::Contender;
+use super::plan::Contender;
 use crate::server::{template, Family, Flavor, ServerConfig, ServerSpec};
 
 /// The simulated caches: 32 KiB 8-way L1s and an 8 MiB 16-way last level, 64-byte lines.

@@ -184,6 +184,33 @@ pub fn wait_until_quiet(
     }
 }
 
+/// What the benchmark does when the machine is busy.
+#[derive(Clone, Copy, Debug)]
+pub struct Guard {
+    /// Measure anyway (the report still flags disturbed runs).
+    pub allow_busy: bool,
+    /// How long to wait for a busy machine to calm down before giving up.
+    pub patience: std::time::Duration,
+}
+
+impl Guard {
+    /// Wait up to 10 minutes for quiet, then refuse.
+    pub fn strict() -> Guard {
+        Guard {
+            allow_busy: false,
+            patience: std::time::Duration::from_secs(600),
+        }
+    }
+
+    /// Measure whatever else runs (tests, which share the machine with other tests).
+    pub fn allow_busy() -> Guard {
+        Guard {
+            allow_busy: true,
+            patience: std::time::Duration::ZERO,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,9 +7,13 @@
 pub mod adaptive;
 pub mod cachegrind;
 pub mod calibrate;
+pub mod environment;
 pub mod export;
 pub mod load;
+pub mod order;
+pub mod plan;
 pub mod report;
 pub mod run;
+pub mod run_dir;
 pub mod spec;
 pub mod stats;

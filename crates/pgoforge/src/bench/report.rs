@@ -8,7 +8,8 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::load::BUSY_SHARE;
-use super::run::{by_round, plan_path, read_records, Plan, Record};
+use super::plan::BenchPlan;
+use super::run_dir::{by_round, plan_path, read_records, Record};
 use super::stats::{compare, describe, geomean, Comparison, Describe, Verdict};
 use oltp::settings::TestName;
 
@@ -80,11 +81,11 @@ impl Decision {
     }
 }
 
-pub use super::run::Environment;
+pub use super::environment::Environment;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
-    pub plan: Plan,
+    pub plan: BenchPlan,
     pub environment: Environment,
     pub cells: Vec<Cell>,
     /// Per contender and thread count: geometric mean of TPS ratios over workloads.
@@ -145,7 +146,7 @@ fn environment(dir: &Path, records: &[Record]) -> Environment {
 
 /// One contender's figures on one workload and thread count, compared with the first contender
 /// run with the same server settings; `None` when it has no results there.
-fn cell(plan: &Plan, records: &[Record], name: &str, w: TestName, t: u32) -> Option<Cell> {
+fn cell(plan: &BenchPlan, records: &[Record], name: &str, w: TestName, t: u32) -> Option<Cell> {
     let mine = |name: &str| -> Vec<&Record> {
         let mut v: Vec<&Record> = records
             .iter()
@@ -228,7 +229,7 @@ pub fn build(dir: &Path) -> Result<Report> {
 /// first contender, e.g. the PGO build to show what BOLT adds on top of it.
 pub fn build_against(dir: &Path, baseline: Option<&str>) -> Result<Report> {
     let pp = plan_path(dir);
-    let mut plan: Plan = serde_json::from_str(
+    let mut plan: BenchPlan = serde_json::from_str(
         &std::fs::read_to_string(&pp)
             .with_context(|| format!("{} has no benchmark (no plan.json)", dir.display()))?,
     )
@@ -410,7 +411,7 @@ fn noisier_than_the_floor(cells: &mut [Cell], cal: &super::calibrate::Calibratio
 
 /// The winner to package: it must beat the baseline (after Holm), lose nowhere, have the best
 /// geometric mean — and beat the runner-up, or the decision says the two are tied.
-fn decide(plan: &Plan, cells: &[Cell], geomeans: &[(String, u32, f64)]) -> Decision {
+fn decide(plan: &BenchPlan, cells: &[Cell], geomeans: &[(String, u32, f64)]) -> Decision {
     let mut qualified: Vec<(f64, String)> = Vec::new();
     for c in plan.contenders.iter().skip(1) {
         if plan.reference_only.contains(&c.name) {
@@ -466,7 +467,7 @@ fn decide(plan: &Plan, cells: &[Cell], geomeans: &[(String, u32, f64)]) -> Decis
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::run::Contender;
+    use crate::bench::plan::{Contender, OrderScheme};
     use crate::bench::spec::BenchSpec;
     use crate::server::ServerConfig;
 
@@ -503,8 +504,8 @@ mod tests {
         }
     }
 
-    fn plan(names: &[&str], reference_only: &[&str]) -> Plan {
-        Plan {
+    fn plan(names: &[&str], reference_only: &[&str]) -> BenchPlan {
+        BenchPlan {
             contenders: names
                 .iter()
                 .map(|n| Contender {
@@ -518,12 +519,12 @@ mod tests {
             pin: false,
             seed: 1,
             label: String::new(),
-            order_scheme: 1,
+            order_scheme: OrderScheme::Balanced,
             reference_only: reference_only.iter().map(|s| s.to_string()).collect(),
         }
     }
 
-    fn decided(p: &Plan, mut cells: Vec<Cell>) -> Decision {
+    fn decided(p: &BenchPlan, mut cells: Vec<Cell>) -> Decision {
         correct_over_the_run(&mut cells);
         let mut g: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         for c in &cells {

@@ -566,7 +566,12 @@ mod tests {
                 if r >= step_at {
                     state *= 0.75;
                 }
-                let order = crate::bench::run::round_order(n, r, 7, 1);
+                let order = crate::bench::order::round_order(
+                    n,
+                    r,
+                    7,
+                    crate::bench::plan::OrderScheme::Balanced,
+                );
                 for (pos, &c) in order.iter().enumerate() {
                     let mut noise = (0.025 * self.gauss()).exp();
                     if self.rng.uniform(0, 19) == 0 {

@@ -6,8 +6,9 @@ use clap::{Args, ValueEnum};
 use pgoforge::bench::cachegrind::{self, CgPlan};
 use pgoforge::bench::export::document::cachegrind_table;
 use pgoforge::bench::export::{self, markdown, text::text};
+use pgoforge::bench::plan::{self, BenchPlan, Contender, OrderScheme};
 use pgoforge::bench::report;
-use pgoforge::bench::run::{self, Contender, Plan};
+use pgoforge::bench::{run, run_dir};
 use pgoforge::events::{log_to, tick_to};
 
 use super::args::{contender, BenchSpecArgs, GuardArgs, RunDirArgs, ServerConfigArgs, WorkDirArgs};
@@ -64,12 +65,12 @@ pub struct BenchArgs {
 
 /// The seed and order scheme of the benchmark being resumed in `dir`: continuing it must not
 /// draw a new design.
-pub(super) fn resumed_design(dir: &std::path::Path, resume: bool) -> Option<(u64, u32)> {
+pub(super) fn resumed_design(dir: &std::path::Path, resume: bool) -> Option<(u64, OrderScheme)> {
     if !resume {
         return None;
     }
-    let text = std::fs::read_to_string(run::plan_path(dir)).ok()?;
-    serde_json::from_str::<Plan>(&text)
+    let text = std::fs::read_to_string(run_dir::plan_path(dir)).ok()?;
+    serde_json::from_str::<BenchPlan>(&text)
         .ok()
         .map(|p| (p.seed, p.order_scheme))
 }
@@ -113,7 +114,7 @@ pub fn main(a: BenchArgs) -> Result<i32> {
         return Ok(0);
     }
     let resumed = resumed_design(&dir, resume);
-    let mut plan = Plan {
+    let mut plan = BenchPlan {
         contenders,
         spec,
         config: a.server.config(),
@@ -121,9 +122,9 @@ pub fn main(a: BenchArgs) -> Result<i32> {
         seed: a
             .seed
             .or(resumed.map(|(s, _)| s))
-            .unwrap_or_else(run::fresh_seed),
+            .unwrap_or_else(plan::fresh_seed),
         label: String::new(),
-        order_scheme: resumed.map_or(run::BALANCED_ORDERS, |(_, o)| o),
+        order_scheme: resumed.map_or(OrderScheme::Balanced, |(_, o)| o),
         reference_only: Vec::new(),
     };
     plan.sweep_buffer_pool(&a.sweep_buffer_pool_mb);

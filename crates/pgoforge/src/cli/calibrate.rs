@@ -11,8 +11,9 @@ use clap::Args;
 use pgoforge::bench::calibrate::{self, AaCell, Calibration, A, A_AGAIN};
 use pgoforge::bench::export::document::calibration_table;
 use pgoforge::bench::export::{self, markdown};
+use pgoforge::bench::plan::{self, BenchPlan, Contender, OrderScheme};
 use pgoforge::bench::report;
-use pgoforge::bench::run::{self, Contender, Plan};
+use pgoforge::bench::run;
 use pgoforge::events::{log_to, tick_to};
 
 use super::args::{BenchSpecArgs, GuardArgs, RunDirArgs, ServerConfigArgs, WorkDirArgs};
@@ -76,7 +77,7 @@ pub fn main(a: CalibrateArgs) -> Result<i32> {
         binary: a.binary.clone(),
         buffer_pool_mb: None,
     };
-    let plan = Plan {
+    let plan = BenchPlan {
         contenders: vec![same(A), same(A_AGAIN)],
         spec,
         config: a.server.config(),
@@ -84,9 +85,9 @@ pub fn main(a: CalibrateArgs) -> Result<i32> {
         seed: a
             .seed
             .or(earlier.map(|(seed, _)| seed))
-            .unwrap_or_else(run::fresh_seed),
+            .unwrap_or_else(plan::fresh_seed),
         label: "calibration: A/A".into(),
-        order_scheme: run::BALANCED_ORDERS,
+        order_scheme: OrderScheme::Balanced,
         reference_only: Vec::new(),
     };
     let reporter = super::reporter(a.json);

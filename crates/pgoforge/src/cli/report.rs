@@ -14,7 +14,7 @@ use pgoforge::bench::export::{
     text::Text,
 };
 use pgoforge::bench::report;
-use pgoforge::bench::run;
+use pgoforge::bench::run_dir;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -39,7 +39,7 @@ pub struct ReportArgs {
 
 pub fn main(a: ReportArgs) -> Result<i32> {
     let cg_plan = cachegrind::plan_path(&a.run);
-    if !run::plan_path(&a.run).exists() && cg_plan.exists() {
+    if !run_dir::plan_path(&a.run).exists() && cg_plan.exists() {
         let text = std::fs::read_to_string(&cg_plan)
             .with_context(|| format!("reading {}", cg_plan.display()))?;
         let plan: CgPlan = serde_json::from_str(&text)

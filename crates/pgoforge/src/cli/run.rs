@@ -43,7 +43,7 @@ pub struct RunArgs {
     /// Also compare a server this run does not build, NAME=PATH (repeatable; e.g.
     /// debian=/usr/sbin/mariadbd): gated and benchmarked with the variants, never packaged.
     #[arg(long = "binary", value_parser = contender)]
-    binaries: Vec<pgoforge::bench::run::Contender>,
+    binaries: Vec<pgoforge::bench::plan::Contender>,
     #[command(flatten)]
     work: WorkDirArgs,
     /// Install missing dependencies with apt (as root, or through sudo).

@@ -21,8 +21,8 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 
 use crate::bench::cachegrind::CgPlan;
+use crate::bench::plan::{BenchPlan, Contender, OrderScheme};
 use crate::bench::report::Report;
-use crate::bench::run::{Contender, Plan};
 use crate::builder::{BuildOutput, ProfileInput, Variant};
 use crate::events::Reporter;
 use crate::gate::mtr::MtrGate;
@@ -452,7 +452,7 @@ fn bench_stage(plan: &RunPlan, src: &Source, contenders: &[Built], seed: u64) ->
     let ids = identities(contenders);
     BenchStage {
         guard: req.guard,
-        plan: Plan {
+        plan: BenchPlan {
             contenders: contenders
                 .iter()
                 .map(|c| Contender {
@@ -465,7 +465,7 @@ fn bench_stage(plan: &RunPlan, src: &Source, contenders: &[Built], seed: u64) ->
             config: req.server.clone(),
             pin: true,
             seed,
-            order_scheme: crate::bench::run::BALANCED_ORDERS,
+            order_scheme: OrderScheme::Balanced,
             reference_only: req.outside.iter().map(|c| c.name.clone()).collect(),
             // The binaries' identities: a rebuilt binary at the same path is a new benchmark.
             label: format!(
@@ -481,7 +481,7 @@ fn bench_stage(plan: &RunPlan, src: &Source, contenders: &[Built], seed: u64) ->
     }
 }
 
-fn cachegrind_stage(plan: &RunPlan, bench: &Plan, run_dir: &Path) -> CachegrindStage {
+fn cachegrind_stage(plan: &RunPlan, bench: &BenchPlan, run_dir: &Path) -> CachegrindStage {
     CachegrindStage {
         plan: CgPlan {
             contenders: bench.contenders.clone(),

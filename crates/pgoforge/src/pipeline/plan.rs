@@ -48,10 +48,10 @@ pub struct RunRequest {
     pub cachegrind: bool,
     /// Servers the run did not build, compared as they are (e.g. the distribution's); gated and
     /// benchmarked, never packaged.
-    pub outside: Vec<crate::bench::run::Contender>,
+    pub outside: Vec<crate::bench::plan::Contender>,
     /// What the benchmark does on a busy machine (not part of any stage's key).
     #[serde(skip)]
-    pub guard: crate::bench::run::Guard,
+    pub guard: crate::bench::load::Guard,
     /// Raise the benchmark's rounds to what the exact test needs for the run's comparisons
     /// (`--rounds` not given).
     pub auto_rounds: bool,
@@ -363,7 +363,7 @@ mod tests {
             cachegrind: false,
             separate_bolt_builds: false,
             outside: Vec::new(),
-            guard: crate::bench::run::Guard::allow_busy(),
+            guard: crate::bench::load::Guard::allow_busy(),
             auto_rounds: false,
             gate: GateMode::Quick,
             mtr_tests: None,
@@ -483,7 +483,7 @@ mod tests {
         assert!(e(request(&["pgo", "pgo"]), &with_bolt()).contains("pgo is listed twice"));
         let outside = |name: &str, path: &str| {
             let mut r = request(&["pgo"]);
-            r.outside.push(crate::bench::run::Contender {
+            r.outside.push(crate::bench::plan::Contender {
                 name: name.into(),
                 binary: path.into(),
                 buffer_pool_mb: None,

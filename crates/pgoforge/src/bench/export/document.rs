@@ -245,7 +245,7 @@ pub fn document(r: &Report) -> Vec<Block> {
         ));
     }
     if !r.orders.is_empty() {
-        let scheme = if r.plan.order_scheme == 0 {
+        let scheme = if r.plan.order_scheme == crate::bench::plan::OrderScheme::Shuffle {
             "a fresh shuffle each round"
         } else {
             "balanced: each contender in each position equally often per block of rounds"

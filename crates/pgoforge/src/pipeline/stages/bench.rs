@@ -6,15 +6,16 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
+use crate::bench::plan::BenchPlan;
 use crate::bench::report;
-use crate::bench::run::{self as bench_run, Plan};
+use crate::bench::run as bench_run;
 use crate::events::{log_to, tick_to};
 use crate::pipeline::stage::{Ctx, Made, Stage};
 use crate::pipeline::state::inputs_hash;
 
 pub struct BenchStage {
-    pub plan: Plan,
-    pub guard: bench_run::Guard,
+    pub plan: BenchPlan,
+    pub guard: crate::bench::load::Guard,
 }
 
 impl BenchStage {

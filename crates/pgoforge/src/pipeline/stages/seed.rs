@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 
-use crate::bench::run::fresh_seed;
+use crate::bench::plan::fresh_seed;
 use crate::pipeline::stage::{Ctx, Made, Stage};
 use crate::pipeline::state::inputs_hash;
 

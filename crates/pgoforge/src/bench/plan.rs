@@ -1,0 +1,170 @@
+//! What a benchmark is asked to do: the contenders (the first is the baseline), the measured
+//! cells ([`BenchSpec`]), the server configuration, pinning, and how rounds are ordered. Stored as
+//! the run directory's plan.json, whose hash names the run.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::spec::BenchSpec;
+use crate::server::ServerConfig;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Contender {
+    pub name: String,
+    pub binary: PathBuf,
+    /// A buffer pool size for this contender (a settings sweep); the plan's otherwise.
+    #[serde(default)]
+    pub buffer_pool_mb: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchPlan {
+    /// The first is the baseline every other is compared with.
+    pub contenders: Vec<Contender>,
+    /// Flattened: plan.json keeps the fields (and their order) it always had.
+    #[serde(flatten)]
+    pub spec: BenchSpec,
+    pub config: ServerConfig,
+    /// Pin server and client to disjoint CPU sets when the machine has two or more CPUs.
+    pub pin: bool,
+    /// Seeds the per-round contender order.
+    pub seed: u64,
+    /// Free text recorded with the results (recipe, flags, source hash...).
+    pub label: String,
+    /// How round orders are made ([`OrderScheme`]). Absent from plans that shuffle, so plans
+    /// written before this field keep their hash (and run directory).
+    #[serde(default, skip_serializing_if = "OrderScheme::is_shuffle")]
+    pub order_scheme: OrderScheme,
+    /// Contenders compared for reference only (not built by the run, never the winner).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reference_only: Vec<String>,
+}
+
+/// How a benchmark orders its contenders within each round; stored in plan.json as the number
+/// it always was (0, 1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "u32", try_from = "u32")]
+pub enum OrderScheme {
+    /// An independent shuffle per round (plans made before balancing).
+    #[default]
+    Shuffle,
+    /// Blocks of rotations of one random permutation ([`super::order::round_order`]); what new
+    /// plans use.
+    Balanced,
+}
+
+impl OrderScheme {
+    fn is_shuffle(&self) -> bool {
+        *self == OrderScheme::Shuffle
+    }
+}
+
+impl From<OrderScheme> for u32 {
+    fn from(s: OrderScheme) -> u32 {
+        match s {
+            OrderScheme::Shuffle => 0,
+            OrderScheme::Balanced => 1,
+        }
+    }
+}
+
+impl TryFrom<u32> for OrderScheme {
+    type Error = String;
+    fn try_from(n: u32) -> Result<OrderScheme, String> {
+        match n {
+            0 => Ok(OrderScheme::Shuffle),
+            1 => Ok(OrderScheme::Balanced),
+            _ => Err(format!(
+                "order_scheme {n} is unknown to this pgoforge (0: shuffle, 1: balanced)"
+            )),
+        }
+    }
+}
+
+/// A seed for a new benchmark's round orders, from the kernel's random source.
+pub fn fresh_seed() -> u64 {
+    let b: [u8; 8] = crate::infra::random_bytes().unwrap_or_default();
+    // Never 0 (the clock's seed in the driver's convention); a read failure still varies.
+    u64::from_le_bytes(b) ^ crate::infra::time::now_secs() | 1
+}
+
+impl BenchPlan {
+    /// The contender `c` is compared with: the first one with the same server settings.
+    pub fn baseline_for(&self, c: &Contender) -> &Contender {
+        self.contenders
+            .iter()
+            .find(|b| b.buffer_pool_mb == c.buffer_pool_mb)
+            .unwrap_or(&self.contenders[0])
+    }
+
+    /// Each contender once per buffer pool size, named `name@bpN`.
+    pub fn sweep_buffer_pool(&mut self, sizes: &[u64]) {
+        if sizes.is_empty() {
+            return;
+        }
+        let base = std::mem::take(&mut self.contenders);
+        for &mb in sizes {
+            for c in &base {
+                self.contenders.push(Contender {
+                    name: format!("{}@bp{mb}", c.name),
+                    binary: c.binary.clone(),
+                    buffer_pool_mb: Some(mb),
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oltp::settings::TestName;
+
+    #[test]
+    fn order_schemes_are_stored_as_the_numbers_they_were() {
+        assert_eq!(serde_json::to_string(&OrderScheme::Shuffle).unwrap(), "0");
+        assert_eq!(serde_json::to_string(&OrderScheme::Balanced).unwrap(), "1");
+        assert_eq!(
+            serde_json::from_str::<OrderScheme>("1").unwrap(),
+            OrderScheme::Balanced
+        );
+        assert!(serde_json::from_str::<OrderScheme>("7").is_err());
+    }
+
+    #[test]
+    fn a_buffer_pool_sweep_compares_like_with_like() {
+        let c = |n: &str| Contender {
+            name: n.into(),
+            binary: "/x".into(),
+            buffer_pool_mb: None,
+        };
+        let mut p = BenchPlan {
+            contenders: vec![c("base"), c("pgo")],
+            spec: BenchSpec {
+                workloads: vec![TestName::OltpReadOnly],
+                threads: vec![1],
+                rounds: 1,
+                seconds: 1,
+                warmup_seconds: 0,
+                tables: 1,
+                table_size: 10,
+                ..BenchSpec::standard()
+            },
+            config: ServerConfig::default(),
+            pin: false,
+            seed: 1,
+            label: String::new(),
+            order_scheme: OrderScheme::Shuffle,
+            reference_only: Vec::new(),
+        };
+        p.sweep_buffer_pool(&[512, 2048]);
+        let names: Vec<&str> = p.contenders.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            vec!["base@bp512", "pgo@bp512", "base@bp2048", "pgo@bp2048"]
+        );
+        assert_eq!(p.baseline_for(&p.contenders[3]).name, "base@bp2048");
+        assert_eq!(p.baseline_for(&p.contenders[1]).name, "base@bp512");
+    }
+}
