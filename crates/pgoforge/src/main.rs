@@ -12,7 +12,7 @@ fn main() {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            1
+            cli::exit_status(&e).code()
         }
     };
     std::process::exit(code);

@@ -44,9 +44,11 @@ fn user_source(u: &str) -> Result<UserSource<'_>> {
     }
     if let Some((scheme, rest)) = u.split_once("://") {
         if scheme == "file" {
-            bail!("--source {u}: give the path itself (--source {rest}), not a file:// URL");
+            crate::usage!(
+                "--source {u}: give the path itself (--source {rest}), not a file:// URL"
+            );
         }
-        bail!("--source {u}: only http:// and https:// URLs are fetched; download it yourself and give the tarball's path");
+        crate::usage!("--source {u}: only http:// and https:// URLs are fetched; download it yourself and give the tarball's path");
     }
     let p = Path::new(u);
     if p.is_dir() {
@@ -54,7 +56,7 @@ fn user_source(u: &str) -> Result<UserSource<'_>> {
     } else if p.is_file() {
         Ok(UserSource::Tarball(p))
     } else {
-        bail!("--source {u} does not exist (give a source directory, a tarball or a URL)")
+        crate::usage!("--source {u} does not exist (give a source directory, a tarball or a URL)")
     }
 }
 
@@ -68,10 +70,18 @@ pub fn fetch(
     let sources = work_dir.join("sources");
     fs::create_dir_all(&sources).with_context(|| format!("creating {}", sources.display()))?;
     if let Some(u) = user {
-        return match user_source(u)? {
+        let what = user_source(u)?;
+        if let Some(sum) =
+            sha256.filter(|s| s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()))
+        {
+            crate::usage!(
+                "--sha256 {sum}: a sha256 is 64 hexadecimal digits (as `sha256sum` prints it)"
+            );
+        }
+        return match what {
             UserSource::Url(u) => {
                 let Some(sum) = sha256 else {
-                    bail!("--source {u} is a URL: give its --sha256 too, so that what is built is what you meant");
+                    crate::usage!("--source {u} is a URL: give its --sha256 too, so that what is built is what you meant");
                 };
                 from_url(u, sum, &sources)
             }
@@ -105,7 +115,7 @@ pub fn peek(
             UserSource::Tarball(p) => {
                 let hash = sha256_file(p)?;
                 if sha256.is_some_and(|e| !e.eq_ignore_ascii_case(&hash)) {
-                    bail!("{} has sha256 {hash}, not the expected one", p.display());
+                    crate::usage!("{} has sha256 {hash}, not the expected one", p.display());
                 }
                 Ok(load_cached(&tarball_dest(p, &hash, &sources)))
             }

@@ -62,7 +62,8 @@ struct Case {
     /// `{t}` is the case's directory, `{w}` its work dir (`{t}/work`).
     args: &'static [&'static str],
     setup: Option<Setup>,
-    /// 2: refused by argument parsing; 1: refused by pgoforge.
+    /// The exit status (pgoforge::infra::exit): 2 when the command line, a recipe or a path it
+    /// names is refused before work starts; 1 when work started and failed.
     code: i32,
     /// Every one must appear in stderr (case-insensitive): the cause, and where it helps the fix.
     needles: &'static [&'static str],
@@ -197,19 +198,19 @@ fn cases() -> Vec<Case> {
         case(
             "server: binary is a directory",
             &["server", "start", "--work-dir={w}", "--binary={t}"],
-            1,
+            2,
             &["is a directory", "--binary"],
         ),
         case(
             "server: binary missing",
             &["server", "start", "--work-dir={w}", "--binary={t}/mariadbd"],
-            1,
+            2,
             &["mariadbd", "does not exist", "--binary"],
         ),
         case(
             "server: binary is not a server",
             &["server", "start", "--work-dir={w}", "--binary=/bin/ls"],
-            1,
+            2,
             &["/bin/ls"],
         ),
         case(
@@ -294,7 +295,7 @@ fn cases() -> Vec<Case> {
                 "--flag-family=gcc",
                 "--plan",
             ],
-            1,
+            2,
             &["/bin/ls", "compile"],
         ),
         case(
@@ -306,13 +307,13 @@ fn cases() -> Vec<Case> {
                 "--flag-family=gcc",
                 "--plan",
             ],
-            1,
+            2,
             &["gcc"],
         ),
         case(
             "build: compiler version not installed",
             &["build", "--work-dir={w}", "--compiler=clang-99", "--plan"],
-            1,
+            2,
             &["clang-99"],
         ),
         case(
@@ -323,28 +324,28 @@ fn cases() -> Vec<Case> {
                 "--recipe={t}/missing.toml",
                 "--plan",
             ],
-            1,
+            2,
             &["missing.toml"],
         ),
         with(
             "build: recipe not TOML",
             |d| recipe(d, "name = \"x\nthis is not toml ["),
             &["build", "--work-dir={w}", "--recipe={t}/r.toml", "--plan"],
-            1,
+            2,
             &["r.toml"],
         ),
         with(
             "build: recipe with an unknown field",
             |d| recipe(d, &format!("{RECIPE_HEAD}colour = \"blue\"\n")),
             &["build", "--work-dir={w}", "--recipe={t}/r.toml", "--plan"],
-            1,
+            2,
             &["colour"],
         ),
         with(
             "build: recipe name escapes the work dir",
             |d| recipe(d, "extends = \"mariadb-10.11\"\nname = \"../../escape\"\n"),
             &["build", "--work-dir={w}", "--recipe={t}/r.toml", "--plan"],
-            1,
+            2,
             &["name", "../../escape"],
         ),
         with(
@@ -356,7 +357,7 @@ fn cases() -> Vec<Case> {
                 )
             },
             &["build", "--work-dir={w}", "--recipe={t}/r.toml"],
-            1,
+            2,
             &["suite"],
         ),
         with(
@@ -373,13 +374,13 @@ fn cases() -> Vec<Case> {
                 "--recipe={t}/r.toml",
                 "--install-deps",
             ],
-            1,
+            2,
             &["-oAPT"],
         ),
         case(
             "build: source directory missing",
             &["build", "--work-dir={w}", "--source={t}/src", "--plan"],
-            1,
+            2,
             &["src does not exist", "a tarball or a url"],
         ),
         case(
@@ -390,7 +391,7 @@ fn cases() -> Vec<Case> {
                 "--source=file:///etc/passwd",
                 "--sha256=00",
             ],
-            1,
+            2,
             &["file://", "--source /etc/passwd"],
         ),
         case(
@@ -401,7 +402,7 @@ fn cases() -> Vec<Case> {
                 "--source=ftp://example.com/x.tar.gz",
                 "--sha256=00",
             ],
-            1,
+            2,
             &["ftp", "http"],
         ),
         case(
@@ -411,7 +412,7 @@ fn cases() -> Vec<Case> {
                 "--work-dir={w}",
                 "--source=http://127.0.0.1:9/x.tar.gz",
             ],
-            1,
+            2,
             &["--sha256"],
         ),
         with(
@@ -435,7 +436,7 @@ fn cases() -> Vec<Case> {
                 "--source={t}/x.tar.gz",
                 "--sha256=zzzz",
             ],
-            1,
+            2,
             &["sha256"],
         ),
         with(
@@ -453,26 +454,26 @@ fn cases() -> Vec<Case> {
                 "--variant=pgo",
                 "--profile={t}/profile",
             ],
-            1,
+            2,
             &["--profile", "does not exist"],
         ),
         case(
             "build: pgo without a profile",
             &["build", "--work-dir={w}", "--variant=pgo+lto"],
-            1,
+            2,
             &["needs a profile", "pgoforge train"],
         ),
         with(
             "build: work dir is a file",
             |d| write(d, "afile", "x"),
             &["build", "--work-dir={t}/afile", "--plan"],
-            1,
+            2,
             &["afile"],
         ),
         case(
             "build: work dir unwritable",
             &["build", "--work-dir=/proc/pgoforge-work", "--plan"],
-            1,
+            2,
             &["/proc/pgoforge-work"],
         ),
         // --- train
@@ -524,19 +525,19 @@ fn cases() -> Vec<Case> {
         case(
             "bolt: binary missing",
             &["bolt", "--work-dir={w}", "--binary={t}/mariadbd"],
-            1,
+            2,
             &["mariadbd"],
         ),
         case(
             "bolt: binary is a directory",
             &["bolt", "--work-dir={w}", "--binary={t}"],
-            1,
+            2,
             &["is a directory"],
         ),
         case(
             "bolt: binary without relocations",
             &["bolt", "--work-dir={w}", "--binary=/usr/sbin/mariadbd"],
-            1,
+            2,
             &["not bolt-ready", "--emit-relocs"],
         ),
         // --- gate
@@ -548,7 +549,7 @@ fn cases() -> Vec<Case> {
                 "--baseline={t}/mariadbd",
                 "--candidate=x=/usr/sbin/mariadbd",
             ],
-            1,
+            2,
             &["mariadbd"],
         ),
         case(
@@ -570,7 +571,7 @@ fn cases() -> Vec<Case> {
                 "--baseline=/usr/sbin/mariadbd",
                 "--candidate=x=/bin/ls",
             ],
-            1,
+            2,
             &["/bin/ls"],
         ),
         case(
@@ -594,7 +595,7 @@ fn cases() -> Vec<Case> {
                 "--baseline=/usr/sbin/mariadbd",
                 "--candidate=x=/usr/sbin/mariadbd",
             ],
-            1,
+            2,
             &["build tree", "/usr/sbin/mariadbd", "sql/mariadbd"],
         ),
         case(
@@ -606,7 +607,7 @@ fn cases() -> Vec<Case> {
                 "--baseline=/usr/sbin/mariadbd",
                 "--candidate=x=/usr/sbin/mariadbd",
             ],
-            1,
+            2,
             &["--mtr-suite", "--gate quick"],
         ),
         case(
@@ -630,7 +631,7 @@ fn cases() -> Vec<Case> {
                 "--compiler=gcc",
                 "--plan",
             ],
-            1,
+            2,
             &["cs-pgo+lto", "only clang", "--compiler clang"],
         ),
         case(
@@ -642,7 +643,7 @@ fn cases() -> Vec<Case> {
                 "--gate=mtr",
                 "--plan",
             ],
-            1,
+            2,
             &["mysql-8.4", "no MTR tests", "--gate quick"],
         ),
         // --- bench
@@ -709,7 +710,7 @@ fn cases() -> Vec<Case> {
                 "--work-dir={w}",
                 "--binary={t}/missing/mariadbd",
             ],
-            1,
+            2,
             &["--binary", "missing/mariadbd"],
         ),
         case(
@@ -779,7 +780,7 @@ fn cases() -> Vec<Case> {
                 "--binary=x=/bin/ls",
                 "--allow-busy",
             ],
-            1,
+            2,
             &["contender x", "/bin/ls is not a mysql-family server"],
         ),
         case(
@@ -803,14 +804,14 @@ fn cases() -> Vec<Case> {
                 "--run={t}/nosuch",
                 "--resume",
             ],
-            1,
+            2,
             &["nosuch does not exist", "drop --resume"],
         ),
         // --- report
         case(
             "report: run directory missing",
             &["report", "{t}/nosuch"],
-            1,
+            2,
             &["nosuch"],
         ),
         with(
@@ -820,7 +821,7 @@ fn cases() -> Vec<Case> {
                 write(&d.join("run"), "results.jsonl", "this is not json\n");
             },
             &["report", "{t}/run"],
-            1,
+            2,
             &["run"],
         ),
         case(
@@ -833,7 +834,7 @@ fn cases() -> Vec<Case> {
             "report: baseline that is not a contender",
             copy_committed_run,
             &["report", "{t}/run", "--baseline=nosuch"],
-            1,
+            2,
             &["nosuch"],
         ),
         // --- run (the plan is resolved before anything is touched)
@@ -846,7 +847,7 @@ fn cases() -> Vec<Case> {
         case(
             "run: a variant twice",
             &["run", "--work-dir={w}", "--variants=pgo,pgo", "--plan"],
-            1,
+            2,
             &["pgo", "twice"],
         ),
         case(
@@ -863,20 +864,20 @@ fn cases() -> Vec<Case> {
                 "--binary=debian={t}/mariadbd",
                 "--plan",
             ],
-            1,
+            2,
             &["mariadbd"],
         ),
         case(
             "run: profile missing",
             &["run", "--work-dir={w}", "--profile={t}/nosuch", "--plan"],
-            1,
+            2,
             &["nosuch"],
         ),
         // --- package and corrupt state
         case(
             "package: nothing has run",
             &["package", "pgo", "--work-dir={w}"],
-            1,
+            2,
             &["it must exist", "pgoforge run"],
         ),
         with(

@@ -415,17 +415,22 @@ fn the_gate_passes_equal_results_and_stops_on_different_ones() {
     fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
     let mut spec = small_spec();
     spec.share_dir = Some("/usr/share/mysql".into());
-    let e = format!(
-        "{:#}",
-        gate(
-            &spec,
-            Path::new(MARIADBD),
-            &[("different".into(), wrapper.clone())],
-            work.path(),
-            &w
-        )
-        .unwrap_err()
-    );
+    let err = gate(
+        &spec,
+        Path::new(MARIADBD),
+        &[("different".into(), wrapper.clone())],
+        work.path(),
+        &w,
+    )
+    .unwrap_err();
+    // A typed stop (exit status 3), naming the variant.
+    match err.downcast_ref::<pgoforge::infra::exit::Stop>() {
+        Some(pgoforge::infra::exit::Stop::GateStopped { variants, .. }) => {
+            assert_eq!(variants, &["different".to_string()])
+        }
+        other => panic!("not a gate stop: {other:?}"),
+    }
+    let e = format!("{err:#}");
     assert!(
         e.contains("correctness gate failed")
             && e.contains("baseline: sbtest1=")

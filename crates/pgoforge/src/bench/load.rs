@@ -9,8 +9,10 @@
 use std::fs;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
+
+use crate::infra::exit::Stop;
 
 /// Share of the machine's CPU (0..1, all CPUs together) others may use before a run counts as
 /// disturbed: an idle VM here shows 0.5–2 %; a `make -j2` or a test suite 40–100 %.
@@ -163,14 +165,18 @@ pub fn wait_until_quiet(
             return Ok(Some(share));
         }
         if start.elapsed() >= patience {
-            bail!(
-                "the machine is busy: other processes use {:.0}% of its CPU (more than {:.0}%), \
-                 which distorts a benchmark (a build or a test suite alongside halves throughput \
-                 here); stop them and rerun (--resume continues a benchmark), or pass \
-                 --allow-busy to measure anyway",
-                share * 100.0,
-                BUSY_SHARE * 100.0
-            );
+            return Err(Stop::Busy {
+                share,
+                message: format!(
+                    "the machine is busy: other processes use {:.0}% of its CPU (more than {:.0}%), \
+                     which distorts a benchmark (a build or a test suite alongside halves \
+                     throughput here); stop them and rerun (--resume continues a benchmark), or \
+                     pass --allow-busy to measure anyway",
+                    share * 100.0,
+                    BUSY_SHARE * 100.0
+                ),
+            }
+            .into());
         }
         if !said {
             log(&format!(

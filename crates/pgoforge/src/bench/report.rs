@@ -11,6 +11,7 @@ use super::load::BUSY_SHARE;
 use super::plan::BenchPlan;
 use super::run_dir::{by_round, plan_path, read_records, Record};
 use super::stats::{compare, describe, geomean, Comparison, Describe, Verdict};
+use crate::infra::exit::Refuse;
 use oltp::settings::TestName;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -231,13 +232,14 @@ pub fn build_against(dir: &Path, baseline: Option<&str>) -> Result<Report> {
     let pp = plan_path(dir);
     let mut plan: BenchPlan = serde_json::from_str(
         &std::fs::read_to_string(&pp)
-            .with_context(|| format!("{} has no benchmark (no plan.json)", dir.display()))?,
+            .with_context(|| format!("{} has no benchmark (no plan.json)", dir.display()))
+            .refused()?,
     )
     .with_context(|| format!("{} is corrupted", pp.display()))?;
     if let Some(b) = baseline {
         let Some(i) = plan.contenders.iter().position(|c| c.name == b) else {
             let names: Vec<&str> = plan.contenders.iter().map(|c| c.name.as_str()).collect();
-            bail!(
+            crate::usage!(
                 "--baseline {b}: no such contender in {}; it has: {}",
                 dir.display(),
                 names.join(", ")

@@ -19,6 +19,7 @@ use super::load::{wait_until_quiet, Guard, Load, Meter};
 use super::order::round_order;
 use super::plan::{BenchPlan, Contender};
 use super::run_dir::{by_round, drop_torn_tail, open_run_dir, read_records, results_path, Record};
+use crate::infra::exit::Refuse;
 use crate::server::{cpu, template, ServerSpec};
 
 /// The benchmark's dataset (the template's shape; each run then sets its test and threads).
@@ -49,7 +50,7 @@ pub fn run_with_progress(
     log: &dyn Fn(&str),
     tick: &dyn Fn(u64, u64),
 ) -> Result<()> {
-    check_contenders(plan)?;
+    check_contenders(plan).refused()?;
     open_run_dir(plan, dir, resume)?;
     drop_torn_tail(&results_path(dir))?;
     let done: HashSet<(u32, String, TestName, u32)> = read_records(dir)?

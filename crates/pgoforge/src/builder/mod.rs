@@ -24,7 +24,7 @@ use crate::recipe::Recipe;
 use crate::source::Source;
 pub use crate::toolchain::ProfileInput;
 use crate::toolchain::{Compiler, FlagFamily};
-pub use variant::{FlagSet, Stage, Variant};
+pub use variant::{FlagSet, PgoPhase, Variant};
 
 /// Bumped when the way builds are made changes outside the flags (which are part of the key).
 const FLAG_SCHEME: u32 = 1;
@@ -147,7 +147,8 @@ pub fn plan(req: &BuildRequest) -> Result<(String, PathBuf)> {
 /// Whether `variant`, `profile` and `compiler` go together: needs no source, so `pgoforge build`
 /// checks it before fetching anything.
 pub fn check_inputs(v: Variant, profile: Option<&ProfileInput>, compiler: &Compiler) -> Result<()> {
-    if matches!(v.stage, Stage::CsGen | Stage::CsUse) && compiler.family != FlagFamily::Clang {
+    if matches!(v.phase, PgoPhase::CsGen | PgoPhase::CsUse) && compiler.family != FlagFamily::Clang
+    {
         bail!(
             "variant {v} is context-sensitive PGO, which only clang has; build it with \
              --compiler clang, or choose pgo or pgo+lto for {}",

@@ -14,7 +14,7 @@ use crate::toolchain::{Compiler, FlagFamily, ProfileInput};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Stage {
+pub enum PgoPhase {
     Baseline,
     /// Instrumented: writes profiles when run.
     PgoGen,
@@ -29,7 +29,9 @@ pub enum Stage {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Variant {
-    pub stage: Stage,
+    /// Stored as `stage`, its name before the pipeline's stages took that word.
+    #[serde(rename = "stage")]
+    pub phase: PgoPhase,
     pub lto: bool,
     /// Linked with relocations (and, for GCC, without hot/cold splitting) so BOLT can reorder it.
     pub bolt_ready: bool,
@@ -42,20 +44,23 @@ impl Variant {
         "baseline, lto, pgo-gen, pgo, pgo+lto, cs-pgo, cs-pgo+lto (clang); each optionally +bolt and/or +native";
 
     pub fn needs_profile(&self) -> bool {
-        matches!(self.stage, Stage::PgoUse | Stage::CsGen | Stage::CsUse)
+        matches!(
+            self.phase,
+            PgoPhase::PgoUse | PgoPhase::CsGen | PgoPhase::CsUse
+        )
     }
 
     /// Whether the binary writes a profile when run.
     pub fn instrumented(&self) -> bool {
-        matches!(self.stage, Stage::PgoGen | Stage::CsGen)
+        matches!(self.phase, PgoPhase::PgoGen | PgoPhase::CsGen)
     }
 
     /// The instrumented build whose training gives a cs variant its second profile: the same
     /// variant (same LTO, same flags, so the same inlining) built with -fcs-profile-generate.
     /// Bolt-readiness only keeps relocations, so one cs-gen build serves cs-pgo and cs-pgo+bolt.
     pub fn cs_gen(&self) -> Option<Variant> {
-        (self.stage == Stage::CsUse).then_some(Variant {
-            stage: Stage::CsGen,
+        (self.phase == PgoPhase::CsUse).then_some(Variant {
+            phase: PgoPhase::CsGen,
             bolt_ready: false,
             ..*self
         })
@@ -64,17 +69,17 @@ impl Variant {
 
 impl fmt::Display for Variant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let base = match (self.stage, self.lto) {
-            (Stage::Baseline, false) => "baseline",
-            (Stage::Baseline, true) => "lto",
-            (Stage::PgoGen, false) => "pgo-gen",
-            (Stage::PgoGen, true) => "pgo-gen+lto",
-            (Stage::PgoUse, false) => "pgo",
-            (Stage::PgoUse, true) => "pgo+lto",
-            (Stage::CsGen, false) => "cs-pgo-gen",
-            (Stage::CsGen, true) => "cs-pgo-gen+lto",
-            (Stage::CsUse, false) => "cs-pgo",
-            (Stage::CsUse, true) => "cs-pgo+lto",
+        let base = match (self.phase, self.lto) {
+            (PgoPhase::Baseline, false) => "baseline",
+            (PgoPhase::Baseline, true) => "lto",
+            (PgoPhase::PgoGen, false) => "pgo-gen",
+            (PgoPhase::PgoGen, true) => "pgo-gen+lto",
+            (PgoPhase::PgoUse, false) => "pgo",
+            (PgoPhase::PgoUse, true) => "pgo+lto",
+            (PgoPhase::CsGen, false) => "cs-pgo-gen",
+            (PgoPhase::CsGen, true) => "cs-pgo-gen+lto",
+            (PgoPhase::CsUse, false) => "cs-pgo",
+            (PgoPhase::CsUse, true) => "cs-pgo+lto",
         };
         f.write_str(base)?;
         if self.bolt_ready {
@@ -92,13 +97,13 @@ impl FromStr for Variant {
     fn from_str(s: &str) -> Result<Variant, String> {
         let mut parts = s.split('+');
         let head = parts.next().unwrap_or_default();
-        let (stage, mut lto) = match head {
-            "baseline" => (Stage::Baseline, false),
-            "lto" => (Stage::Baseline, true),
-            "pgo-gen" => (Stage::PgoGen, false),
-            "pgo" => (Stage::PgoUse, false),
-            "cs-pgo-gen" => (Stage::CsGen, false),
-            "cs-pgo" => (Stage::CsUse, false),
+        let (phase, mut lto) = match head {
+            "baseline" => (PgoPhase::Baseline, false),
+            "lto" => (PgoPhase::Baseline, true),
+            "pgo-gen" => (PgoPhase::PgoGen, false),
+            "pgo" => (PgoPhase::PgoUse, false),
+            "cs-pgo-gen" => (PgoPhase::CsGen, false),
+            "cs-pgo" => (PgoPhase::CsUse, false),
             _ => {
                 return Err(format!(
                     "unknown variant '{s}'; variants are {}",
@@ -109,7 +114,7 @@ impl FromStr for Variant {
         let (mut bolt_ready, mut native) = (false, false);
         for p in parts {
             match p {
-                "lto" if stage != Stage::Baseline => lto = true,
+                "lto" if phase != PgoPhase::Baseline => lto = true,
                 "bolt" => bolt_ready = true,
                 "native" => native = true,
                 _ => {
@@ -121,7 +126,7 @@ impl FromStr for Variant {
             }
         }
         Ok(Variant {
-            stage,
+            phase,
             lto,
             bolt_ready,
             native,
@@ -158,9 +163,9 @@ pub fn flags(i: &FlagInputs) -> FlagSet {
     if i.variant.native {
         f.cflags.extend([s("-O3"), s("-march=native")]);
     }
-    match i.variant.stage {
-        Stage::Baseline => {}
-        Stage::PgoGen => {
+    match i.variant.phase {
+        PgoPhase::Baseline => {}
+        PgoPhase::PgoGen => {
             if i.pgo_style == PgoStyle::Mysql {
                 f.cmake_defs.extend([
                     s("-DFPROFILE_GENERATE=ON"),
@@ -186,7 +191,7 @@ pub fn flags(i: &FlagInputs) -> FlagSet {
                     .push(format!("-fprofile-generate={}", i.gen_dir.display()));
             }
         }
-        Stage::PgoUse => {
+        PgoPhase::PgoUse => {
             let p = i
                 .profile
                 .map(|p| p.path().display().to_string())
@@ -230,13 +235,13 @@ pub fn flags(i: &FlagInputs) -> FlagSet {
         // given directly whatever the recipe's PGO style, since MySQL's FPROFILE_* switches
         // know nothing of it. With ThinLTO, clang passes both to lld's LTO backend, where the
         // post-inline instrumentation and use happen.
-        Stage::CsGen | Stage::CsUse => {
+        PgoPhase::CsGen | PgoPhase::CsUse => {
             let p = i
                 .profile
                 .map(|p| p.path().display().to_string())
                 .unwrap_or_default();
             let mut both = vec![format!("-fprofile-use={p}")];
-            if i.variant.stage == Stage::CsGen {
+            if i.variant.phase == PgoPhase::CsGen {
                 both.push(format!("-fcs-profile-generate={}", i.gen_dir.display()));
             } else if let Some(a) = i.version_suffix_arg {
                 f.cmake_defs.push(a.to_string());

@@ -8,6 +8,7 @@ use oltp::settings::TestName;
 use pgoforge::bench::load::Guard;
 use pgoforge::bench::plan::Contender;
 use pgoforge::bench::spec::BenchSpec;
+use pgoforge::infra::exit::Refuse;
 use pgoforge::infra::lock::WorkLock;
 use pgoforge::pipeline::stages::SourceStage;
 use pgoforge::profile::train::{Mix, Phases};
@@ -25,7 +26,9 @@ pub struct WorkDirArgs {
 impl WorkDirArgs {
     /// The work directory, created, as a canonical path.
     pub fn create(&self) -> Result<PathBuf> {
-        pgoforge::infra::fs::create_canonical(&self.work_dir).context("the work dir")
+        pgoforge::infra::fs::create_canonical(&self.work_dir)
+            .context("the work dir")
+            .refused()
     }
 
     /// The work directory, created, and the lock that keeps a second pgoforge out of it while
@@ -38,13 +41,15 @@ impl WorkDirArgs {
 
     /// The work directory, which must exist already.
     pub fn existing(&self) -> Result<PathBuf> {
-        std::fs::canonicalize(&self.work_dir).with_context(|| {
-            format!(
+        std::fs::canonicalize(&self.work_dir)
+            .with_context(|| {
+                format!(
                 "work dir {} (it must exist: nothing has run there yet — give the --work-dir a \
                  `pgoforge run` used)",
                 self.work_dir.display()
             )
-        })
+            })
+            .refused()
     }
 }
 
@@ -63,7 +68,7 @@ pub struct SourceArgs {
 
 impl SourceArgs {
     pub fn recipe(&self) -> Result<Recipe> {
-        Recipe::load(&self.recipe)
+        Recipe::load(&self.recipe).refused()
     }
 
     /// The source stage for `recipe` with these arguments.
@@ -88,7 +93,7 @@ pub struct CompilerArgs {
 
 impl CompilerArgs {
     pub fn find(&self) -> Result<Compiler> {
-        Compiler::find(&self.compiler, self.flag_family)
+        Compiler::find(&self.compiler, self.flag_family).refused()
     }
 }
 
@@ -289,6 +294,7 @@ impl TrainingArgs {
                 })
             })
             .transpose()
+            .refused()
     }
 
     pub fn mix(&self) -> Result<Mix, String> {
@@ -348,7 +354,7 @@ impl RunDirArgs {
                 .join(format!("{prefix}-{}", pgoforge::infra::time::now_secs()))
         });
         if self.resume && !dir.is_dir() {
-            anyhow::bail!(
+            pgoforge::usage!(
                 "--resume: {} does not exist, so there is nothing to continue; give the --run \
                  of an interrupted benchmark, or drop --resume to start a new one",
                 dir.display()

@@ -9,6 +9,7 @@ use pgoforge::pipeline::Tracker;
 use pgoforge::toolchain::Bolt;
 
 use super::args::{words, ServerConfigArgs, TrainingArgs, WorkDirArgs};
+use pgoforge::infra::exit::Refuse;
 
 #[derive(Args)]
 pub struct BoltArgs {
@@ -35,7 +36,8 @@ pub fn main(a: BoltArgs) -> Result<i32> {
     let b = Bolt::find()
         .with_context(|| format!("llvm-bolt not found; {}", install_hint("llvm-bolt")))?;
     let bin = std::fs::canonicalize(&a.binary)
-        .with_context(|| format!("{} does not exist", a.binary.display()))?;
+        .with_context(|| format!("{} does not exist", a.binary.display()))
+        .refused()?;
     let (work, _lock) = a.work.locked()?;
     let reporter = super::reporter(a.json);
     let cx = Ctx {

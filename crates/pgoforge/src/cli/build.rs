@@ -8,6 +8,7 @@ use pgoforge::pipeline::stages::BuildStage;
 use pgoforge::pipeline::Tracker;
 
 use super::args::{CompilerArgs, SourceArgs, WorkDirArgs};
+use pgoforge::infra::exit::Refuse;
 
 #[derive(Args)]
 pub struct BuildArgs {
@@ -38,7 +39,7 @@ pub fn main(a: BuildArgs) -> Result<i32> {
     let compiler = a.compiler.find()?;
     let profile = a.profile.clone().map(ProfileInput::from_path);
     // Checked before anything is fetched or built.
-    builder::check_inputs(a.variant, profile.as_ref(), &compiler)?;
+    builder::check_inputs(a.variant, profile.as_ref(), &compiler).refused()?;
     let recipe = a.source.recipe()?;
     let (work, _lock) = a.work.locked()?;
     let reporter = super::reporter(a.json);

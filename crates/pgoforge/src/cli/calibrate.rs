@@ -15,6 +15,7 @@ use pgoforge::bench::plan::{self, BenchPlan, Contender, OrderScheme};
 use pgoforge::bench::report;
 use pgoforge::bench::run;
 use pgoforge::events::{log_to, tick_to};
+use pgoforge::infra::exit::Refuse;
 
 use super::args::{BenchSpecArgs, GuardArgs, RunDirArgs, ServerConfigArgs, WorkDirArgs};
 
@@ -61,7 +62,8 @@ pub fn main(a: CalibrateArgs) -> Result<i32> {
     }
     // Before the work dir is locked or anything is prepared.
     pgoforge::server::Flavor::detect(&a.binary)
-        .map_err(|e| anyhow::anyhow!("--binary {}: {e:#}", a.binary.display()))?;
+        .map_err(|e| anyhow::anyhow!("--binary {}: {e:#}", a.binary.display()))
+        .refused()?;
     let (work, _lock) = a.work.locked()?;
     let dir = a.run_dir.dir(&work, "calibrate")?;
     let resume = a.run_dir.resume;

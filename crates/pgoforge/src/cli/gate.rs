@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use pgoforge::gate::GateMode;
-use pgoforge::gate::GateWorkload;
+use pgoforge::gate::{GateMode, GateWorkload};
+use pgoforge::infra::exit::{ExitStatus, Refuse};
 use pgoforge::pipeline::stage::Ctx;
 use pgoforge::pipeline::stages::{GateStage, MtrStage};
 use pgoforge::pipeline::Tracker;
@@ -117,9 +117,17 @@ fn mtr_stage<'a>(a: &'a GateArgs, recipe: &'a Recipe) -> Result<Option<MtrStage<
 }
 
 pub fn main(a: GateArgs) -> Result<i32> {
-    let recipe = Recipe::load(&a.recipe)?;
+    let recipe = Recipe::load(&a.recipe).refused()?;
     // Checked before any server starts.
-    let mtr = mtr_stage(&a, &recipe)?;
+    let mtr = mtr_stage(&a, &recipe).refused()?;
+    pgoforge::server::Flavor::detect(&a.baseline)
+        .map_err(|e| anyhow::anyhow!("--baseline: {e:#}"))
+        .refused()?;
+    for (name, bin) in &a.candidates {
+        pgoforge::server::Flavor::detect(bin)
+            .map_err(|e| anyhow::anyhow!("--candidate {name}: {e:#}"))
+            .refused()?;
+    }
     let (work, _lock) = a.work.locked()?;
     let reporter = super::reporter(a.json);
     let cx = Ctx {
@@ -151,7 +159,7 @@ pub fn main(a: GateArgs) -> Result<i32> {
             serde_json::to_string_pretty(&serde_json::json!({ "checksums": sums, "mtr": mtr }))?
         );
         return Ok(if mtr.as_ref().is_some_and(|g| !g.regressions.is_empty()) {
-            1
+            ExitStatus::GateStopped.code()
         } else {
             0
         });
@@ -188,6 +196,6 @@ pub fn main(a: GateArgs) -> Result<i32> {
             "mtr gate failed: {} stopped by tests that pass on the baseline",
             g.stopped().join(", ")
         );
-        Ok(1)
+        Ok(ExitStatus::GateStopped.code())
     }
 }

@@ -18,6 +18,8 @@ mod train;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use pgoforge::events::{JsonLines, Reporter, Terminal};
+use pgoforge::infra::exit::{ExitStatus, Stop};
+use pgoforge::pipeline::plan::PlanError;
 
 #[derive(Parser)]
 #[command(
@@ -85,6 +87,20 @@ pub fn main() -> anyhow::Result<i32> {
     }
 }
 
+/// The exit status an error means (the table in `pgoforge::infra::exit`): the first cause in
+/// its chain that has a kind decides; an error without one is a general failure.
+pub fn exit_status(e: &anyhow::Error) -> ExitStatus {
+    for cause in e.chain() {
+        if let Some(stop) = cause.downcast_ref::<Stop>() {
+            return stop.status();
+        }
+        if cause.downcast_ref::<PlanError>().is_some() {
+            return ExitStatus::Usage;
+        }
+    }
+    ExitStatus::Failure
+}
+
 /// Where a command's events go: JSON lines with `--json`, the terminal otherwise.
 fn reporter(json: bool) -> Box<dyn Reporter> {
     if json {
@@ -104,6 +120,29 @@ pub fn usage_error(msg: impl std::fmt::Display) -> ! {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_kind_of_error_exits_with_its_own_status() {
+        use anyhow::Context;
+        let status = |e: anyhow::Error| exit_status(&e).code();
+        assert_eq!(status(anyhow::anyhow!("a build failed")), 1);
+        assert_eq!(status(Stop::Usage("--rounds 0".into()).into()), 2);
+        assert_eq!(status(PlanError::NoVariants.into()), 2);
+        let gate = Stop::GateStopped {
+            variants: vec!["pgo".into()],
+            message: "different checksums".into(),
+        };
+        assert_eq!(status(gate.into()), 3);
+        let busy = Stop::Busy {
+            share: 0.9,
+            message: "busy".into(),
+        };
+        // The kind survives the context added on the way up.
+        let wrapped = Err::<(), _>(anyhow::Error::from(busy))
+            .context("stage bench failed")
+            .unwrap_err();
+        assert_eq!(status(wrapped), 75);
+    }
 
     #[test]
     fn the_command_line_is_consistent() {

@@ -199,10 +199,10 @@ pub fn main(a: RunArgs) -> Result<i32> {
     let (out, rep) = pipeline::run(&plan, reporter.as_ref())?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(0);
+    } else {
+        print_summary(&out, &rep, t0.elapsed().as_secs_f64());
     }
-    print_summary(&out, &rep, t0.elapsed().as_secs_f64());
-    Ok(0)
+    Ok(out.status(&rep).code())
 }
 
 fn print_summary(out: &Outcome, r: &report::Report, total: f64) {

@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::args::WorkDirArgs;
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
+use pgoforge::infra::exit::Refuse;
 use pgoforge::server::{self, alive, cpu, Server, ServerConfig, ServerSpec, ServerState};
 
 #[derive(Args)]
@@ -120,6 +121,8 @@ pub fn main(args: ServerArgs) -> Result<i32> {
                 None => default_binary()?,
             };
             let binary = std::fs::canonicalize(&binary).unwrap_or(binary);
+            // Refused before anything is created under the work dir.
+            pgoforge::server::Flavor::detect(&binary).refused()?;
             let mut config = ServerConfig::default();
             if let Some(v) = buffer_pool_mb {
                 config.buffer_pool_mb = v;

@@ -12,6 +12,7 @@ use anyhow::{bail, Context, Result};
 use oltp::settings::{Settings, TestName};
 use serde::{Deserialize, Serialize};
 
+use crate::infra::exit::Stop;
 use crate::server::{Server, ServerSpec};
 
 /// How much the gate checks.
@@ -150,13 +151,17 @@ pub fn gate(
                     .collect::<Vec<_>>()
                     .join(" ")
             };
-            bail!(
-                "correctness gate failed: {name} ({}) computes different data than the baseline ({}):\n  baseline: {}\n  {name}: {}",
-                bin.display(),
-                baseline.display(),
-                show(&base),
-                show(&c)
-            );
+            return Err(Stop::GateStopped {
+                variants: vec![name.clone()],
+                message: format!(
+                    "correctness gate failed: {name} ({}) computes different data than the baseline ({}):\n  baseline: {}\n  {name}: {}",
+                    bin.display(),
+                    baseline.display(),
+                    show(&base),
+                    show(&c)
+                ),
+            }
+            .into());
         }
         all.push(c);
     }

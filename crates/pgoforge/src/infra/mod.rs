@@ -4,6 +4,7 @@
 //!
 //! Nothing here knows about servers, builds or benchmarks; every other module may use it.
 
+pub mod exit;
 pub mod fs;
 pub mod interrupt;
 pub mod lock;

@@ -177,7 +177,7 @@ fn train_profile(
     let Some(gen) = plan
         .builds
         .iter()
-        .find(|b| b.variant.stage == crate::builder::Stage::PgoGen)
+        .find(|b| b.variant.phase == crate::builder::PgoPhase::PgoGen)
     else {
         return Ok(None);
     };

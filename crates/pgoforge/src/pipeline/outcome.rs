@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::state::StageTiming;
 use crate::bench::report::Report;
 use crate::builder::BuildOutput;
+use crate::infra::exit::ExitStatus;
 use crate::package::{self, Gain, Manifest, Package, PackageRequest};
 use crate::profile::bolt::BoltOutput;
 use crate::profile::Stored;
@@ -58,6 +59,20 @@ pub struct Outcome {
     pub package: Option<Package>,
     pub warnings: Vec<String>,
     pub timings: Vec<StageTiming>,
+}
+
+impl Outcome {
+    /// The finished run's exit status: success when a variant won; otherwise the gate's stop
+    /// when it dropped a variant (which might have won), else "no winner".
+    pub fn status(&self, r: &Report) -> ExitStatus {
+        if self.winner.is_some() {
+            ExitStatus::Success
+        } else if r.gate.as_ref().is_some_and(|g| !g.regressions.is_empty()) {
+            ExitStatus::GateStopped
+        } else {
+            ExitStatus::NoWinner
+        }
+    }
 }
 
 pub fn outcome_path(work: &Path) -> PathBuf {

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::train::{run_mix_from, start_for_mix, Mix};
 use super::{store, Kind, Meta, Stored, Summary};
 use crate::builder::ProfileInput;
+use crate::infra::exit::Refuse;
 use crate::infra::time::now_secs;
 use crate::server::{Server, ServerSpec};
 use crate::toolchain::Bolt;
@@ -134,9 +135,10 @@ pub struct BoltRequest<'a> {
 pub fn optimize(req: &BoltRequest, log: &dyn Fn(&str)) -> Result<BoltOutput> {
     let bin = req.binary;
     // Checked first: "not bolt-ready" would send the user to rebuild what is only a wrong path.
-    crate::infra::fs::require_file(bin, "binary", "give --binary PATH to a bolt-ready server")?;
+    crate::infra::fs::require_file(bin, "binary", "give --binary PATH to a bolt-ready server")
+        .refused()?;
     if !is_bolt_ready(bin)? {
-        bail!("{} is not bolt-ready: it has no .rela.text; build a +bolt variant (links with -Wl,--emit-relocs)", bin.display());
+        crate::usage!("{} is not bolt-ready: it has no .rela.text; build a +bolt variant (links with -Wl,--emit-relocs)", bin.display());
     }
     let name = bin
         .file_name()

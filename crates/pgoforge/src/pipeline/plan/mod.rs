@@ -5,16 +5,20 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use crate::bench::spec::BenchSpec;
-use crate::builder::{Stage as BuildKind, Variant};
+use crate::builder::Variant;
 use crate::gate::GateMode;
 use crate::profile::train::Mix;
 use crate::recipe::Recipe;
 use crate::server::ServerConfig;
 use crate::toolchain::{Bolt, Compiler};
+
+mod validate;
+use validate::check;
+pub use validate::PlanError;
 
 /// Buffer pool of servers run under valgrind: a large pool's start-up costs minutes there and
 /// the cachegrind dataset (1 table of 10 000 rows) needs little.
@@ -210,18 +214,14 @@ impl RunPlan {
         }
         for o in &req.outside {
             if o.name == "baseline" || contenders.iter().any(|c| c.name == o.name) {
-                bail!(
-                    "--binary {}=...: the run already has a contender named {}; name it otherwise",
-                    o.name,
-                    o.name
-                );
+                return Err(PlanError::NameTaken(o.name.clone()).into());
             }
             if !o.binary.is_file() {
-                bail!(
-                    "--binary {}={}: no such file (give the path of a server binary, e.g. /usr/sbin/mariadbd)",
-                    o.name,
-                    o.binary.display()
-                );
+                return Err(PlanError::NoSuchBinary {
+                    name: o.name.clone(),
+                    path: o.binary.clone(),
+                }
+                .into());
             }
         }
         if req.auto_rounds {
@@ -267,70 +267,6 @@ fn served_by_bolt_ready_build(req: &RunRequest, v: Variant) -> bool {
             bolt_ready: true,
             ..v
         })
-}
-
-/// Everything that can be wrong with a request, found before anything runs.
-fn check(req: &RunRequest, env: &Env) -> Result<()> {
-    if req.variants.is_empty() {
-        bail!("no variants to compare with the baseline");
-    }
-    for (i, v) in req.variants.iter().enumerate() {
-        if req.variants[..i].contains(v) {
-            bail!("variant {v} is listed twice");
-        }
-    }
-    if req.variants.iter().any(Variant::instrumented) {
-        bail!("pgo-gen and cs-pgo-gen are the instrumented builds used for training, not variants to compare; choose from pgo, pgo+lto, lto, cs-pgo+lto (each optionally +bolt)");
-    }
-    if let Some(v) = req
-        .variants
-        .iter()
-        .find(|v| v.stage == BuildKind::CsUse)
-        .filter(|_| req.compiler.family != crate::toolchain::FlagFamily::Clang)
-    {
-        bail!(
-            "variant {v} is context-sensitive PGO, which only clang has; add --compiler clang, \
-             or leave {v} out for {}",
-            req.compiler.label()
-        );
-    }
-    if let Err(e) = req.bench.check() {
-        bail!("{e}");
-    }
-    if req.mix.phases.is_empty() {
-        bail!("--mix has no phases");
-    }
-    if req.gate != GateMode::Quick && req.recipe.mtr.is_none() {
-        bail!(
-            "--gate {}: recipe {} names no MTR tests (no [mtr] section); add one to a recipe that \
-             extends it, or use --gate quick",
-            req.gate,
-            req.recipe.name
-        );
-    }
-    if req.gate == GateMode::Quick && req.mtr_tests.is_some() {
-        bail!("--mtr-suite names MTR tests, but --gate quick runs none; drop one of them");
-    }
-    if req.mtr_tests.as_ref().is_some_and(Vec::is_empty) {
-        bail!("--mtr-suite is empty; name tests as suite.test, comma-separated");
-    }
-    let wants_bolt = req.variants.iter().any(|v| v.bolt_ready);
-    if wants_bolt && env.bolt.is_none() {
-        bail!(
-            "a +bolt variant needs llvm-bolt; {}",
-            crate::infra::tools::install_hint("llvm-bolt")
-        );
-    }
-    let needs_profile = req.variants.iter().any(Variant::needs_profile);
-    if let Some(p) = req.profile.as_ref().filter(|_| needs_profile) {
-        if !p.exists() {
-            bail!(
-                "--profile {} does not exist (give a gcda directory or a .profdata file)",
-                p.display()
-            );
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -475,12 +411,28 @@ mod tests {
 
     #[test]
     fn bad_requests_fail_before_any_side_effect() {
-        let e = |r: RunRequest, env: &Env| RunPlan::resolve(r, env).unwrap_err().to_string();
-        assert!(e(request(&[]), &with_bolt()).contains("no variants"));
-        assert!(e(request(&["pgo-gen"]), &with_bolt()).contains("used for training"));
-        assert!(e(request(&["cs-pgo-gen+lto"]), &with_bolt()).contains("used for training"));
-        assert!(e(request(&["cs-pgo+lto"]), &with_bolt()).contains("only clang has"));
-        assert!(e(request(&["pgo", "pgo"]), &with_bolt()).contains("pgo is listed twice"));
+        let e = |r: RunRequest, env: &Env| {
+            RunPlan::resolve(r, env)
+                .unwrap_err()
+                .downcast::<PlanError>()
+                .expect("a plan error")
+        };
+        assert_eq!(e(request(&[]), &with_bolt()), PlanError::NoVariants);
+        assert_eq!(
+            e(request(&["pgo-gen"]), &with_bolt()),
+            PlanError::Instrumented
+        );
+        assert_eq!(
+            e(request(&["cs-pgo-gen+lto"]), &with_bolt()),
+            PlanError::Instrumented
+        );
+        let cs = e(request(&["cs-pgo+lto"]), &with_bolt());
+        assert!(matches!(cs, PlanError::CsPgoNeedsClang { .. }));
+        assert!(cs.to_string().contains("only clang has"), "{cs}");
+        assert_eq!(
+            e(request(&["pgo", "pgo"]), &with_bolt()).to_string(),
+            "variant pgo is listed twice"
+        );
         let outside = |name: &str, path: &str| {
             let mut r = request(&["pgo"]);
             r.outside.push(crate::bench::plan::Contender {
@@ -490,27 +442,32 @@ mod tests {
             });
             r
         };
-        assert!(e(outside("pgo", "/bin/true"), &with_bolt())
-            .contains("already has a contender named pgo"));
-        assert!(
-            e(outside("debian", "/nonexistent/mariadbd"), &with_bolt()).contains("no such file")
+        assert_eq!(
+            e(outside("pgo", "/bin/true"), &with_bolt()),
+            PlanError::NameTaken("pgo".into())
         );
+        assert!(matches!(
+            e(outside("debian", "/nonexistent/mariadbd"), &with_bolt()),
+            PlanError::NoSuchBinary { .. }
+        ));
         assert!(RunPlan::resolve(outside("debian", "/bin/true"), &with_bolt()).is_ok());
-        assert!(e(request(&["pgo+bolt"]), &Env::default()).contains("apt-get install bolt-22"));
+        let nb = e(request(&["pgo+bolt"]), &Env::default());
+        assert!(matches!(nb, PlanError::NoBolt { .. }));
+        assert!(nb.to_string().contains("apt-get install bolt-22"), "{nb}");
         let mut r = request(&["pgo"]);
         r.bench.rounds = 0;
-        assert!(e(r, &with_bolt()).contains("at least 1"));
+        assert!(matches!(e(r, &with_bolt()), PlanError::Bench(m) if m.contains("at least 1")));
         let mut r = request(&["pgo"]);
         r.gate = GateMode::Mtr;
         r.recipe.mtr = None;
-        assert!(e(r, &with_bolt()).contains("names no MTR tests"));
+        assert!(matches!(e(r, &with_bolt()), PlanError::NoMtrTests { .. }));
         let mut r = request(&["pgo"]);
         r.mtr_tests = Some(vec!["main.ps".into()]);
-        assert!(e(r, &with_bolt()).contains("--gate quick runs none"));
+        assert_eq!(e(r, &with_bolt()), PlanError::MtrSuiteWithQuickGate);
         let mut r = request(&["pgo"]);
         r.gate = GateMode::Mtr;
         r.mtr_tests = Some(vec![]);
-        assert!(e(r, &with_bolt()).contains("--mtr-suite is empty"));
+        assert_eq!(e(r, &with_bolt()), PlanError::EmptyMtrSuite);
         let mut r = request(&["pgo"]);
         r.gate = GateMode::Mtr;
         assert!(RunPlan::resolve(r, &with_bolt())
@@ -519,10 +476,13 @@ mod tests {
             .contains(&"mtr".to_string()));
         let mut r = request(&["pgo"]);
         r.mix.phases.clear();
-        assert!(e(r, &with_bolt()).contains("no phases"));
+        assert_eq!(e(r, &with_bolt()), PlanError::EmptyMix);
         let mut r = request(&["pgo"]);
         r.profile = Some("/nonexistent/gcda".into());
-        assert!(e(r, &with_bolt()).contains("does not exist"));
+        assert_eq!(
+            e(r, &with_bolt()),
+            PlanError::NoProfile("/nonexistent/gcda".into())
+        );
         assert_eq!(
             RunPlan::resolve(request(&["pgo"]), &Env::default())
                 .unwrap()

@@ -1,0 +1,112 @@
+//! What pgoforge's exit status means, the same for every subcommand, and the errors that carry a
+//! status other than the general failure. A script driving pgoforge (a CI job, a packager's
+//! build) branches on these:
+//!
+//! | status | meaning |
+//! |---|---|
+//! | 0 | success |
+//! | 1 | anything else went wrong: a build, a server, a tool, a file (the message says what) |
+//! | 2 | usage: the command line, a recipe or a path it names was refused before work started |
+//! | 3 | the correctness gate stopped a variant (different checksums, or a regression test) |
+//! | 4 | no variant measurably beat the baseline: the run finished, nothing was packaged |
+//! | 75 | the machine was too busy to benchmark (EX_TEMPFAIL: rerun when it is quiet) |
+
+/// An exit status with a meaning (the table above).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitStatus {
+    Success,
+    Failure,
+    Usage,
+    GateStopped,
+    NoWinner,
+    Busy,
+}
+
+impl ExitStatus {
+    pub fn code(self) -> i32 {
+        match self {
+            ExitStatus::Success => 0,
+            ExitStatus::Failure => 1,
+            ExitStatus::Usage => 2,
+            ExitStatus::GateStopped => 3,
+            ExitStatus::NoWinner => 4,
+            ExitStatus::Busy => 75,
+        }
+    }
+}
+
+/// Failures whose callers (and scripts) branch on the kind; everything else is an
+/// [`anyhow::Error`] and exits with [`ExitStatus::Failure`].
+#[derive(Debug, thiserror::Error)]
+pub enum Stop {
+    /// Input refused before any work started.
+    #[error("{0}")]
+    Usage(String),
+    /// The correctness gate found a variant computing differently from the baseline.
+    #[error("{message}")]
+    GateStopped {
+        variants: Vec<String>,
+        message: String,
+    },
+    /// The machine stayed busy for longer than the benchmark was willing to wait.
+    #[error("{message}")]
+    Busy { share: f64, message: String },
+}
+
+impl Stop {
+    pub fn status(&self) -> ExitStatus {
+        match self {
+            Stop::Usage(_) => ExitStatus::Usage,
+            Stop::GateStopped { .. } => ExitStatus::GateStopped,
+            Stop::Busy { .. } => ExitStatus::Busy,
+        }
+    }
+}
+
+/// Refuses input: `usage!("--rounds must be at least 1")` returns a [`Stop::Usage`] error.
+#[macro_export]
+macro_rules! usage {
+    ($($arg:tt)*) => {
+        return Err($crate::infra::exit::Stop::Usage(format!($($arg)*)).into())
+    };
+}
+
+/// Marks the errors of input checking as [`Stop::Usage`]: `Compiler::find(name).refused()?`. An
+/// error that already has a kind keeps it.
+pub trait Refuse<T> {
+    fn refused(self) -> anyhow::Result<T>;
+}
+
+impl<T, E: Into<anyhow::Error>> Refuse<T> for Result<T, E> {
+    fn refused(self) -> anyhow::Result<T> {
+        self.map_err(|e| {
+            let e: anyhow::Error = e.into();
+            if e.chain().any(|c| c.downcast_ref::<Stop>().is_some()) {
+                e
+            } else {
+                Stop::Usage(format!("{e:#}")).into()
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_status_has_its_own_code() {
+        let all = [
+            ExitStatus::Success,
+            ExitStatus::Failure,
+            ExitStatus::Usage,
+            ExitStatus::GateStopped,
+            ExitStatus::NoWinner,
+            ExitStatus::Busy,
+        ];
+        let codes: std::collections::BTreeSet<i32> = all.iter().map(|s| s.code()).collect();
+        assert_eq!(codes.len(), all.len());
+        // 2 is also clap's status for a command line it cannot parse: one meaning either way.
+        assert_eq!(ExitStatus::Usage.code(), 2);
+    }
+}

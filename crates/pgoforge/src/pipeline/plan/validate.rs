@@ -1,0 +1,93 @@
+//! Everything that can be wrong with a run request, found before anything runs, as one typed
+//! error per rule (exit status 2: usage).
+
+use std::path::PathBuf;
+
+use super::{Env, RunRequest};
+use crate::builder::{PgoPhase, Variant};
+use crate::gate::GateMode;
+
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum PlanError {
+    #[error("no variants to compare with the baseline")]
+    NoVariants,
+    #[error("variant {0} is listed twice")]
+    Twice(Variant),
+    #[error("pgo-gen and cs-pgo-gen are the instrumented builds used for training, not variants to compare; choose from pgo, pgo+lto, lto, cs-pgo+lto (each optionally +bolt)")]
+    Instrumented,
+    #[error("variant {variant} is context-sensitive PGO, which only clang has; add --compiler clang, or leave {variant} out for {compiler}")]
+    CsPgoNeedsClang { variant: Variant, compiler: String },
+    /// The benchmark's settings (rounds, seconds, threads...), as `BenchSpec::check` words it.
+    #[error("{0}")]
+    Bench(String),
+    #[error("--mix has no phases")]
+    EmptyMix,
+    #[error("--gate {gate}: recipe {recipe} names no MTR tests (no [mtr] section); add one to a recipe that extends it, or use --gate quick")]
+    NoMtrTests { gate: GateMode, recipe: String },
+    #[error("--mtr-suite names MTR tests, but --gate quick runs none; drop one of them")]
+    MtrSuiteWithQuickGate,
+    #[error("--mtr-suite is empty; name tests as suite.test, comma-separated")]
+    EmptyMtrSuite,
+    #[error("a +bolt variant needs llvm-bolt; {hint}")]
+    NoBolt { hint: String },
+    #[error("--profile {} does not exist (give a gcda directory or a .profdata file)", .0.display())]
+    NoProfile(PathBuf),
+    #[error("--binary {0}=...: the run already has a contender named {0}; name it otherwise")]
+    NameTaken(String),
+    #[error("--binary {name}={}: no such file (give the path of a server binary, e.g. /usr/sbin/mariadbd)", .path.display())]
+    NoSuchBinary { name: String, path: PathBuf },
+}
+
+/// The first rule `req` breaks on this machine (`env`), if any.
+pub(super) fn check(req: &RunRequest, env: &Env) -> Result<(), PlanError> {
+    if req.variants.is_empty() {
+        return Err(PlanError::NoVariants);
+    }
+    for (i, v) in req.variants.iter().enumerate() {
+        if req.variants[..i].contains(v) {
+            return Err(PlanError::Twice(*v));
+        }
+    }
+    if req.variants.iter().any(Variant::instrumented) {
+        return Err(PlanError::Instrumented);
+    }
+    if let Some(v) = req
+        .variants
+        .iter()
+        .find(|v| v.phase == PgoPhase::CsUse)
+        .filter(|_| req.compiler.family != crate::toolchain::FlagFamily::Clang)
+    {
+        return Err(PlanError::CsPgoNeedsClang {
+            variant: *v,
+            compiler: req.compiler.label(),
+        });
+    }
+    req.bench.check().map_err(PlanError::Bench)?;
+    if req.mix.phases.is_empty() {
+        return Err(PlanError::EmptyMix);
+    }
+    if req.gate != GateMode::Quick && req.recipe.mtr.is_none() {
+        return Err(PlanError::NoMtrTests {
+            gate: req.gate,
+            recipe: req.recipe.name.clone(),
+        });
+    }
+    if req.gate == GateMode::Quick && req.mtr_tests.is_some() {
+        return Err(PlanError::MtrSuiteWithQuickGate);
+    }
+    if req.mtr_tests.as_ref().is_some_and(Vec::is_empty) {
+        return Err(PlanError::EmptyMtrSuite);
+    }
+    if req.variants.iter().any(|v| v.bolt_ready) && env.bolt.is_none() {
+        return Err(PlanError::NoBolt {
+            hint: crate::infra::tools::install_hint("llvm-bolt"),
+        });
+    }
+    let needs_profile = req.variants.iter().any(Variant::needs_profile);
+    if let Some(p) = req.profile.as_ref().filter(|_| needs_profile) {
+        if !p.exists() {
+            return Err(PlanError::NoProfile(p.clone()));
+        }
+    }
+    Ok(())
+}
