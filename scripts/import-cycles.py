@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Lists import cycles between the files of pgoforge's library (crates/pgoforge/src): an edge A -> B
-when A names a path (`crate::x::y`, `super::y`) that resolves to file B. Exits 1 when a cycle exists.
-docs/ARCHITECTURE.md promises there are none; the test suite runs this."""
+"""Checks two promises docs/ARCHITECTURE.md makes about pgoforge's library (crates/pgoforge/src),
+over the edges A -> B where file A names a path (`crate::x::y`, `super::y`) that resolves to file B:
+no file imports a file that imports it back (no cycles), and no module imports one of a higher
+layer (LAYERS below, the table in ARCHITECTURE.md). Prints every cycle and every upward import;
+exits 1 when there is one. The test suite runs this (tests/fast/architecture.rs)."""
 import os, re, sys
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "crates", "pgoforge", "src")
+# The library's source; another tree (a copy, as the test makes) may be given as the argument.
+ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+    os.path.dirname(__file__), "..", "crates", "pgoforge", "src")
 
 
 def module_of(path):
@@ -48,6 +52,34 @@ for m, p in files.items():
         if target and target != m and not (is_mod_file and target[: len(m)] == m):
             edges[m].add(target)
 
+# ARCHITECTURE.md's layers, top (cli) to bottom (infra): a module may import its own layer's
+# modules and any below, never one above.
+LAYERS = {
+    "cli": 6,
+    "pipeline": 5,
+    "bench": 4, "profile": 4, "gate": 4, "package": 4,
+    "builder": 3, "server": 3, "source": 3,
+    "toolchain": 2, "recipe": 2, "events": 2,
+    "infra": 1,
+}
+
+
+def layer(m):
+    return LAYERS.get(m[0]) if m else None
+
+
+upward = []
+for m, targets in edges.items():
+    for t in targets:
+        lm, lt = layer(m), layer(t)
+        if lm is None or lt is None:
+            continue
+        if lt > lm:
+            upward.append(f"upward import: {'/'.join(m)} (layer {m[0]}) uses {'/'.join(t)} (layer {t[0]}, above it)")
+unknown = sorted({m[0] for m in files if m and m[0] not in LAYERS})
+for u in unknown:
+    upward.append(f"module {u} has no layer: add it to LAYERS here and to docs/ARCHITECTURE.md")
+
 cycles = set()
 
 
@@ -66,4 +98,6 @@ for m in files:
     dfs(m, [m], {m})
 for c in sorted(cycles):
     print(" -> ".join("/".join(x) or "lib" for x in c + (c[0],)))
-sys.exit(1 if cycles else 0)
+for u in sorted(upward):
+    print(u)
+sys.exit(1 if cycles or upward else 0)

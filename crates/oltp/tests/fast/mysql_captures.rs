@@ -7,10 +7,9 @@
 //!
 //! These run in CI without a MySQL server: the bytes are MySQL 9.7.2's own.
 
-#[path = "../examples/mysql_session.rs"]
-mod mysql_session;
+use crate::mysql_session;
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::net::TcpListener;

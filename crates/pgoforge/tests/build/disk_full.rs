@@ -4,7 +4,7 @@
 //! room. Mounting needs CAP_SYS_ADMIN: where the mount is refused the test says so loudly and
 //! does not run (it cannot be faked without the kernel saying ENOSPC).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! The protocol paths themselves are tested in CI against bytes recorded from such a server
 //! (crates/oltp/tests/mysql_captures.rs).
 
-mod common;
+use crate::common;
 
 use common::pgoforge;
 

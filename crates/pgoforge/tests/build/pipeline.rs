@@ -6,7 +6,7 @@
 //!   every stage succeeds, the winner is packaged, a rerun reuses everything, and a benchmark cut
 //!   short resumes without double-counting.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

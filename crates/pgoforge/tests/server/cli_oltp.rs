@@ -1,6 +1,6 @@
 //! `pgoforge oltp` as a user runs it: output layout, JSON, usage errors and faults.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

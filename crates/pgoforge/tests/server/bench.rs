@@ -1,7 +1,7 @@
 //! The benchmark runner and reports against Debian's mariadbd: one binary under two names must show no
 //! significant difference; reports regenerate identically; interrupted runs resume; bad input is refused.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::PathBuf;

@@ -5,7 +5,7 @@
 //! the run completes, every measured (round, contender) is recorded exactly once, the package
 //! verifies, and no process or half-written file is left behind.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::fs;

@@ -3,7 +3,7 @@
 //! them, bolt-ready binaries keep relocations, caching hits and misses as it should, and bad input is
 //! refused with a clear error.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

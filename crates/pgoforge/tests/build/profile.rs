@@ -1,7 +1,7 @@
 //! Training, profile checks and storage, BOLT and the correctness gate: on the fixture project
 //! (gcc, clang, bolt) and on Debian's mariadbd where a real server is needed.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

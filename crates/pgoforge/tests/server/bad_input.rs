@@ -5,7 +5,7 @@
 //! cause, no panic, and nothing left behind: no process, no half-written file, no file outside
 //! the work dir, nothing new under /etc/apt.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;

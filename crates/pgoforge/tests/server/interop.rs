@@ -1,6 +1,6 @@
 //! Tables made by `pgoforge oltp prepare` work with real sysbench, and the reverse.
 
-mod common;
+use crate::common;
 
 use common::{field, oltp, sysbench};
 use testsupport::TestServer;

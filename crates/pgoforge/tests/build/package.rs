@@ -2,7 +2,7 @@
 //! server starts from the unpacked directory; bad input leaves nothing behind. `pgoforge run` and
 //! `pgoforge package` usage errors.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! Debian's mariadbd driven through pgoforge's server module: initialize, start, OLTP, stop, templates,
 //! and every failure case, each checked against the process table and the work dir.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

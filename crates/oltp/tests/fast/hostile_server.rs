@@ -6,9 +6,8 @@
 //! can read, a result) within its timeouts: never a panic, never a hang. Random greetings are tried
 //! too. Every fault runs the same scripted session the replay tests run.
 
-#[path = "../examples/mysql_session.rs"]
-mod mysql_session;
-mod support;
+use crate::mysql_session;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;

@@ -1,0 +1,12 @@
+//! The server tier: tests that start Debian's MariaDB (mariadb-server) on private datadirs and run
+//! real sysbench beside pgoforge — bad input over every subcommand, the benchmark, the OLTP
+//! driver's command line, sysbench interop, servers by hand. `cargo test --workspace --test server`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod bad_input;
+mod bench;
+mod cli_oltp;
+mod interop;
+mod server;
