@@ -176,5 +176,5 @@ impl TestServer {
 
 /// True when a process with this pid is alive.
 pub fn process_alive(pid: u32) -> bool {
-    pgoforge::server::alive(pid)
+    pgoforge::infra::pid_alive(pid)
 }

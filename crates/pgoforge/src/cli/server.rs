@@ -7,7 +7,7 @@ use super::args::WorkDirArgs;
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use pgoforge::infra::exit::Refuse;
-use pgoforge::server::{self, alive, cpu, Server, ServerConfig, ServerSpec, ServerState};
+use pgoforge::server::{self, cpu, Server, ServerConfig, ServerSpec, ServerState};
 
 #[derive(Args)]
 pub struct ServerArgs {
@@ -160,7 +160,7 @@ pub fn main(args: ServerArgs) -> Result<i32> {
         ServerCommand::Status { at, json } => {
             let dir = at.dir();
             let st = ServerState::load(&dir)?;
-            let running = st.pid != 0 && alive(st.pid);
+            let running = st.pid != 0 && pgoforge::infra::pid_alive(st.pid);
             if json {
                 let mut v = serde_json::to_value(&st)?;
                 v["running"] = running.into();

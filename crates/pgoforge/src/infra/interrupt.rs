@@ -70,3 +70,29 @@ impl Drop for Group {
         }
     }
 }
+
+/// In a child between fork and exec: be killed when pgoforge dies (no stray server if it is
+/// killed), and exit at once if it already died before the request took effect — the race
+/// PR_SET_PDEATHSIG alone leaves open. Only async-signal-safe calls.
+pub fn die_with_parent(parent: libc::pid_t) {
+    // SAFETY: prctl, getppid and _exit are async-signal-safe.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        if libc::getppid() != parent {
+            libc::_exit(1);
+        }
+    }
+}
+
+/// Makes `cmd`'s process die with pgoforge ([`die_with_parent`] between fork and exec).
+pub fn dies_with_pgoforge(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: die_with_parent makes only async-signal-safe calls.
+    unsafe {
+        cmd.pre_exec(move || {
+            die_with_parent(parent);
+            Ok(())
+        })
+    }
+}

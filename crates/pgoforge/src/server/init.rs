@@ -5,7 +5,6 @@
 
 use std::fs;
 use std::io::Write;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -55,14 +54,7 @@ fn run(
     let mut cmd = Command::new(binary);
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
     // The bootstrap dies with pgoforge too, like the server.
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: die_with_parent makes only async-signal-safe calls.
-    unsafe {
-        cmd.pre_exec(move || {
-            super::die_with_parent(parent);
-            Ok(())
-        });
-    }
+    crate::infra::interrupt::dies_with_pgoforge(&mut cmd);
     cmd.arg(format!("--defaults-file={}", cnf.display()))
         .arg(format!("--datadir={}", dir.display()));
     match flavor.family {

@@ -576,7 +576,7 @@ fn a_signal_to_pgoforge_alone_stops_its_build() {
         .trim()
         .parse()
         .unwrap();
-    assert!(pgoforge::server::alive(sleeper));
+    assert!(pgoforge::infra::pid_alive(sleeper));
     // SAFETY: signalling the child we started.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let st = child.wait().unwrap();
@@ -587,7 +587,7 @@ fn a_signal_to_pgoforge_alone_stops_its_build() {
         "pgoforge dies of the signal"
     );
     let t1 = std::time::Instant::now();
-    while pgoforge::server::alive(sleeper) {
+    while pgoforge::infra::pid_alive(sleeper) {
         assert!(
             t1.elapsed().as_secs() < 10,
             "the build step {sleeper} outlived pgoforge"

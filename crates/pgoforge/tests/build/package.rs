@@ -8,8 +8,9 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
+use pgoforge::infra::pid_alive as alive;
 use pgoforge::package::{package, Gain, Manifest, PackageRequest};
-use pgoforge::server::{alive, Layout, Server, ServerSpec};
+use pgoforge::server::{Layout, Server, ServerSpec};
 
 const MARIADBD: &str = "/usr/sbin/mariadbd";
 

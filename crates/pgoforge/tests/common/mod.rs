@@ -75,7 +75,7 @@ pub fn processes_mentioning(dir: &Path) -> Vec<(u32, String)> {
     fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| pgoforge::server::alive(*pid))
+        .filter(|pid| pgoforge::infra::pid_alive(*pid))
         .filter_map(|pid| {
             let cmd = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
             let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");

@@ -8,7 +8,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 use oltp::settings::{Settings, TestName};
-use pgoforge::server::{alive, template, Server, ServerSpec};
+use pgoforge::infra::pid_alive as alive;
+use pgoforge::server::{template, Server, ServerSpec};
 
 const MARIADBD: &str = "/usr/sbin/mariadbd";
 

@@ -68,16 +68,8 @@ pub fn run(
     let t0 = Instant::now();
     let parallel = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut cmd = Command::new("perl");
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: die_with_parent makes only async-signal-safe calls. MTR dying with pgoforge takes
-    // its servers along (its process wrapper watches its parent).
-    unsafe {
-        use std::os::unix::process::CommandExt;
-        cmd.pre_exec(move || {
-            crate::server::die_with_parent(parent);
-            Ok(())
-        });
-    }
+    // MTR dying with pgoforge takes its servers along (its process wrapper watches its parent).
+    crate::infra::interrupt::dies_with_pgoforge(&mut cmd);
     cmd.arg(&tree.script)
         .current_dir(&test_dir)
         .env(&tree.server_dir_env, dir.join("server"))
