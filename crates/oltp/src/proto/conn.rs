@@ -4,162 +4,23 @@
 //! runner's event loop uses the same connection in non-blocking mode through [`Conn::send`],
 //! [`Conn::recv`] and the encoders.
 
-use std::fmt;
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::{TcpStream, ToSocketAddrs};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::RawFd;
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::auth;
-use super::error::{DbError, ServerError};
-use super::packet::{begin_packet, finish_packet, get_u16, get_u32, put_lenenc, ReadBuf};
+use super::error::DbError;
+use super::packet::{begin_packet, finish_packet, ReadBuf};
 use super::response::{Expect, Outcome, Prepared, Reply, ResponseParser, TextRow};
 
-const CLIENT_LONG_PASSWORD: u32 = 1;
-const CLIENT_LONG_FLAG: u32 = 4;
-const CLIENT_CONNECT_WITH_DB: u32 = 8;
-const CLIENT_PROTOCOL_41: u32 = 512;
-const CLIENT_TRANSACTIONS: u32 = 8192;
-const CLIENT_SECURE_CONNECTION: u32 = 1 << 15;
-const CLIENT_MULTI_STATEMENTS: u32 = 1 << 16;
-const CLIENT_MULTI_RESULTS: u32 = 1 << 17;
-const CLIENT_PS_MULTI_RESULTS: u32 = 1 << 18;
-const CLIENT_PLUGIN_AUTH: u32 = 1 << 19;
-/// MariaDB's extended capability (bit 36 overall, bit 4 of the extended word): the server sends a
-/// statement's result metadata only when it changed. libmariadb, and so Debian's sysbench,
-/// negotiates it; doing the same keeps the server's work per statement identical.
-const MARIADB_CLIENT_CACHE_METADATA: u32 = 1 << 4;
-
-/// utf8mb4_general_ci: known to every MySQL and MariaDB version the driver targets.
-const HANDSHAKE_COLLATION: u8 = 45;
-
-const COM_QUIT: u8 = 0x01;
-/// Authentication exchanges after the handshake response (a switch and a full authentication
-/// need three).
-const MAX_AUTH_ROUNDS: usize = 8;
-const COM_QUERY: u8 = 0x03;
-const COM_STMT_PREPARE: u8 = 0x16;
-const COM_STMT_EXECUTE: u8 = 0x17;
-const COM_STMT_CLOSE: u8 = 0x19;
-
-const MYSQL_TYPE_LONGLONG: u8 = 8;
-const MYSQL_TYPE_VAR_STRING: u8 = 253;
-
-/// Where a server listens.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Endpoint {
-    Socket(PathBuf),
-    Tcp { host: String, port: u16 },
-}
-
-impl fmt::Display for Endpoint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Endpoint::Socket(p) => write!(f, "unix socket {}", p.display()),
-            Endpoint::Tcp { host, port } => write!(f, "TCP {host}:{port}"),
-        }
-    }
-}
-
-impl Endpoint {
-    pub fn transport(&self) -> &'static str {
-        match self {
-            Endpoint::Socket(_) => "unix-socket",
-            Endpoint::Tcp { .. } => "tcp",
-        }
-    }
-}
-
-/// Everything needed to open a connection.
-#[derive(Debug, Clone)]
-pub struct ConnectOptions {
-    pub endpoint: Endpoint,
-    pub user: String,
-    pub password: String,
-    pub database: Option<String>,
-    /// Bounds connecting and the handshake, so an unreachable or hung server fails fast.
-    pub connect_timeout: Duration,
-    /// Bounds every wait for a reply (or for the server to take a command) after the handshake,
-    /// so a server that stalls mid-session is an error, not a hang.
-    pub read_timeout: Duration,
-}
-
-/// Long enough for any statement pgoforge sends (a dataset's bulk load, CHECKSUM TABLE on a
-/// large table); a server silent for this long is stuck.
-pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(600);
-
-const CONNECT_TIMEOUT_SETTING: &str = "connect timeout, --mysql-connect-timeout";
-const READ_TIMEOUT_SETTING: &str = "read timeout, --mysql-read-timeout";
-
-impl ConnectOptions {
-    /// Options with the default connect (5 s) and read ([`DEFAULT_READ_TIMEOUT`]) limits.
-    pub fn new(endpoint: Endpoint, user: &str, password: &str) -> ConnectOptions {
-        ConnectOptions {
-            endpoint,
-            user: user.to_string(),
-            password: password.to_string(),
-            database: None,
-            connect_timeout: Duration::from_secs(5),
-            read_timeout: DEFAULT_READ_TIMEOUT,
-        }
-    }
-}
-
-/// A statement parameter, sent with the wire types sysbench binds (BIGINT, VARCHAR).
-#[derive(Debug, Clone, Copy)]
-pub enum Param<'a> {
-    Int(i64),
-    Str(&'a [u8]),
-}
-
-enum Stream {
-    Unix(UnixStream),
-    Tcp(TcpStream),
-}
-
-impl Stream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.read(buf),
-            Stream::Tcp(s) => s.read(buf),
-        }
-    }
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.write(buf),
-            Stream::Tcp(s) => s.write(buf),
-        }
-    }
-    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        match self {
-            Stream::Unix(s) => s.set_read_timeout(t),
-            Stream::Tcp(s) => s.set_read_timeout(t),
-        }
-    }
-    fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        match self {
-            Stream::Unix(s) => s.set_write_timeout(t),
-            Stream::Tcp(s) => s.set_write_timeout(t),
-        }
-    }
-    fn set_nonblocking(&self, on: bool) -> io::Result<()> {
-        match self {
-            Stream::Unix(s) => s.set_nonblocking(on),
-            Stream::Tcp(s) => s.set_nonblocking(on),
-        }
-    }
-    fn fd(&self) -> RawFd {
-        match self {
-            Stream::Unix(s) => s.as_raw_fd(),
-            Stream::Tcp(s) => s.as_raw_fd(),
-        }
-    }
-}
+use super::command::{
+    encode_execute, encode_prepare, encode_query, Param, COM_QUIT, COM_STMT_CLOSE,
+};
+pub use super::endpoint::{ConnectOptions, Endpoint, DEFAULT_READ_TIMEOUT};
+use super::endpoint::{Stream, CONNECT_TIMEOUT_SETTING, READ_TIMEOUT_SETTING};
 
 /// Facts about the server learned at connect time.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -169,22 +30,22 @@ pub struct ServerInfo {
 }
 
 pub struct Conn {
-    stream: Stream,
-    endpoint: Endpoint,
-    rbuf: ReadBuf,
-    wbuf: Vec<u8>,
-    parser: ResponseParser,
-    info: ServerInfo,
-    nonblocking: bool,
+    pub(super) stream: Stream,
+    pub(super) endpoint: Endpoint,
+    pub(super) rbuf: ReadBuf,
+    pub(super) wbuf: Vec<u8>,
+    pub(super) parser: ResponseParser,
+    pub(super) info: ServerInfo,
+    pub(super) nonblocking: bool,
     /// The limit on the current wait, and what is waited for (named in the error).
-    timeout: Duration,
-    timeout_setting: &'static str,
-    waiting_for: &'static str,
+    pub(super) timeout: Duration,
+    pub(super) timeout_setting: &'static str,
+    pub(super) waiting_for: &'static str,
     /// When the command whose reply is awaited was sent (the event loop's stall check).
-    sent_at: Option<Instant>,
+    pub(super) sent_at: Option<Instant>,
 }
 
-fn lost(endpoint: &Endpoint, source: io::Error) -> DbError {
+pub(super) fn lost(endpoint: &Endpoint, source: io::Error) -> DbError {
     DbError::Lost {
         endpoint: endpoint.to_string(),
         source,
@@ -252,7 +113,7 @@ impl Conn {
     }
 
     /// The current limit expired while waiting for `waiting_for`.
-    fn timed_out(&self, waiting_for: &'static str) -> DbError {
+    pub(super) fn timed_out(&self, waiting_for: &'static str) -> DbError {
         DbError::TimedOut {
             endpoint: self.endpoint.to_string(),
             waiting_for,
@@ -287,7 +148,7 @@ impl Conn {
         self.stream.fd()
     }
 
-    fn read_packet(&mut self) -> Result<Vec<u8>, DbError> {
+    pub(super) fn read_packet(&mut self) -> Result<Vec<u8>, DbError> {
         loop {
             if let Some((_, p)) = self.rbuf.next_packet()? {
                 return Ok(p.to_vec());
@@ -297,7 +158,7 @@ impl Conn {
     }
 
     /// One read into the buffer; `Ok(false)` when a non-blocking socket has nothing yet.
-    fn fill(&mut self) -> Result<bool, DbError> {
+    pub(super) fn fill(&mut self) -> Result<bool, DbError> {
         loop {
             match self.stream.read(self.rbuf.spare()) {
                 Ok(0) => {
@@ -331,208 +192,8 @@ impl Conn {
         }
     }
 
-    fn handshake(&mut self, opts: &ConnectOptions) -> Result<(), DbError> {
-        let hello = self.read_packet()?;
-        if hello.first() == Some(&0xFF) {
-            return Err(DbError::Server(ServerError::parse(&hello)));
-        }
-        if hello.first() != Some(&10) {
-            return Err(DbError::Protocol(format!(
-                "{} does not speak the MySQL protocol (greeting starts with {:?})",
-                self.endpoint,
-                hello.first()
-            )));
-        }
-        let bad = || DbError::Protocol("truncated server greeting".into());
-        let vend = hello[1..].iter().position(|&b| b == 0).ok_or_else(bad)? + 1;
-        let version = String::from_utf8_lossy(&hello[1..vend]);
-        // MariaDB prefixes "5.5.5-" so that old clients accept it; the real version follows.
-        self.info.version = version
-            .strip_prefix("5.5.5-")
-            .unwrap_or(&version)
-            .to_string();
-        let mut pos = vend + 1;
-        self.info.connection_id = get_u32(&hello, pos);
-        pos += 4;
-        let mut nonce = hello.get(pos..pos + 8).ok_or_else(bad)?.to_vec();
-        pos += 9;
-        let caps_lo = get_u16(&hello, pos) as u32;
-        pos += 2 + 1 + 2; // capabilities, collation, status
-        let caps_hi = get_u16(&hello, pos) as u32;
-        pos += 2;
-        let server_caps = caps_lo | caps_hi << 16;
-        let auth_len = *hello.get(pos).ok_or_else(bad)? as usize;
-        // A MariaDB server clears CLIENT_LONG_PASSWORD ("CLIENT_MYSQL") and puts its extended
-        // capabilities in the last 4 of the 10 reserved bytes.
-        let server_ext = if server_caps & CLIENT_LONG_PASSWORD == 0 {
-            get_u32(&hello, pos + 7)
-        } else {
-            0
-        };
-        pos += 1 + 10;
-        let part2 = auth_len.saturating_sub(8).max(13);
-        if let Some(p2) = hello.get(pos..(pos + part2).min(hello.len())) {
-            // The second part is NUL-terminated; the nonce is 20 bytes in all.
-            nonce.extend(p2.iter().take_while(|&&b| b != 0));
-            pos += part2;
-        }
-        let mut plugin = String::from("mysql_native_password");
-        if server_caps & CLIENT_PLUGIN_AUTH != 0 {
-            if let Some(rest) = hello.get(pos..) {
-                let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
-                if end > 0 {
-                    plugin = String::from_utf8_lossy(&rest[..end]).into_owned();
-                }
-            }
-        }
-        if server_caps & CLIENT_PROTOCOL_41 == 0 {
-            return Err(DbError::Protocol("server predates protocol 4.1".into()));
-        }
-
-        let mut caps = CLIENT_LONG_PASSWORD
-            | CLIENT_LONG_FLAG
-            | CLIENT_PROTOCOL_41
-            | CLIENT_TRANSACTIONS
-            | CLIENT_SECURE_CONNECTION
-            | CLIENT_MULTI_STATEMENTS
-            | CLIENT_MULTI_RESULTS
-            | CLIENT_PS_MULTI_RESULTS
-            | CLIENT_PLUGIN_AUTH;
-        if opts.database.is_some() {
-            caps |= CLIENT_CONNECT_WITH_DB;
-        }
-        caps &= server_caps | CLIENT_CONNECT_WITH_DB;
-        let ext = server_ext & MARIADB_CLIENT_CACHE_METADATA;
-        self.parser.set_metadata_flag(ext != 0);
-
-        let auth_data = self.scramble(&plugin, opts.password.as_bytes(), &nonce)?;
-        self.wbuf.clear();
-        let p = begin_packet(&mut self.wbuf, 1);
-        self.wbuf.extend_from_slice(&caps.to_le_bytes());
-        self.wbuf.extend_from_slice(&(16u32 << 20).to_le_bytes());
-        self.wbuf.push(HANDSHAKE_COLLATION);
-        self.wbuf.extend_from_slice(&[0u8; 19]);
-        self.wbuf.extend_from_slice(&ext.to_le_bytes());
-        self.wbuf.extend_from_slice(opts.user.as_bytes());
-        self.wbuf.push(0);
-        self.wbuf.push(auth_data.len() as u8);
-        self.wbuf.extend_from_slice(&auth_data);
-        if let Some(db) = &opts.database {
-            self.wbuf.extend_from_slice(db.as_bytes());
-            self.wbuf.push(0);
-        }
-        self.wbuf.extend_from_slice(plugin.as_bytes());
-        self.wbuf.push(0);
-        finish_packet(&mut self.wbuf, p)?;
-        self.waiting_for = "the server's answer to the login";
-        self.flush()?;
-
-        let mut seq = 3u8;
-        // A server that keeps asking (auth switch after auth switch) is broken or hostile: each
-        // read is bounded by the connect timeout, and the rounds are bounded here.
-        for _round in 0..MAX_AUTH_ROUNDS {
-            let reply = self.read_packet()?;
-            match reply.first() {
-                Some(0x00) => return Ok(()),
-                Some(0xFF) => {
-                    let e = ServerError::parse(&reply);
-                    if e.code == 1045 || e.code == 1698 {
-                        return Err(DbError::AccessDenied {
-                            user: opts.user.clone(),
-                            endpoint: self.endpoint.to_string(),
-                            message: e.message,
-                        });
-                    }
-                    return Err(DbError::Server(e));
-                }
-                Some(0xFE) => {
-                    // Auth switch: the account uses another plugin, with a fresh nonce.
-                    let rest = &reply[1..];
-                    let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
-                    plugin = String::from_utf8_lossy(&rest[..end]).into_owned();
-                    let mut data = rest.get(end + 1..).unwrap_or(&[]).to_vec();
-                    if data.last() == Some(&0) {
-                        data.pop();
-                    }
-                    nonce = data;
-                    let resp = self.scramble(&plugin, opts.password.as_bytes(), &nonce)?;
-                    self.send_auth_data(&resp, seq)?;
-                }
-                Some(0x01) if plugin == "caching_sha2_password" => match reply.get(1) {
-                    Some(3) => continue, // fast auth succeeded; OK follows
-                    Some(4) => {
-                        if matches!(self.endpoint, Endpoint::Socket(_)) {
-                            // A unix socket is a secure transport: the password goes in clear.
-                            let mut pw = opts.password.as_bytes().to_vec();
-                            pw.push(0);
-                            self.send_auth_data(&pw, seq)?;
-                        } else {
-                            // TCP without TLS: ask for the server's RSA public key and send the
-                            // password encrypted with it (MySQL's --get-server-public-key).
-                            self.send_auth_data(&[0x02], seq)?;
-                            let key = self.read_packet()?;
-                            if key.first() != Some(&0x01) {
-                                return Err(DbError::Protocol(
-                                    "caching_sha2_password: the server sent no public key".into(),
-                                ));
-                            }
-                            let nonce = &nonce[..nonce.len().min(20)];
-                            let Some(enc) = auth::rsa_encrypted_password(
-                                opts.password.as_bytes(),
-                                nonce,
-                                &key[1..],
-                            ) else {
-                                return Err(DbError::UnsupportedAuth {
-                                    endpoint: self.endpoint.to_string(),
-                                    plugin,
-                                    hint:
-                                        "the server's RSA public key did not parse; connect over \
-                                           the unix socket once (which caches the password)",
-                                });
-                            };
-                            seq = seq.wrapping_add(2);
-                            self.send_auth_data(&enc, seq)?;
-                        }
-                    }
-                    _ => return Err(DbError::Protocol("unexpected caching_sha2 message".into())),
-                },
-                _ => return Err(DbError::Protocol("unexpected authentication reply".into())),
-            }
-            seq = seq.wrapping_add(2);
-        }
-        Err(DbError::Protocol(format!(
-            "the server asked for authentication more than {MAX_AUTH_ROUNDS} times"
-        )))
-    }
-
-    fn scramble(&self, plugin: &str, pw: &[u8], nonce: &[u8]) -> Result<Vec<u8>, DbError> {
-        let nonce = &nonce[..nonce.len().min(20)];
-        match plugin {
-            "mysql_native_password" => Ok(auth::native_password(pw, nonce)),
-            "caching_sha2_password" => Ok(auth::caching_sha2(pw, nonce)),
-            "mysql_clear_password" if matches!(self.endpoint, Endpoint::Socket(_)) => {
-                let mut v = pw.to_vec();
-                v.push(0);
-                Ok(v)
-            }
-            other => Err(DbError::UnsupportedAuth {
-                endpoint: self.endpoint.to_string(),
-                plugin: other.to_string(),
-                hint: "create the benchmark user IDENTIFIED WITH mysql_native_password",
-            }),
-        }
-    }
-
-    fn send_auth_data(&mut self, data: &[u8], seq: u8) -> Result<(), DbError> {
-        self.wbuf.clear();
-        let p = begin_packet(&mut self.wbuf, seq);
-        self.wbuf.extend_from_slice(data);
-        finish_packet(&mut self.wbuf, p)?;
-        self.flush()
-    }
-
     /// Writes the whole output buffer, waiting (up to the timeout) while the socket is full.
-    fn flush(&mut self) -> Result<(), DbError> {
+    pub(super) fn flush(&mut self) -> Result<(), DbError> {
         let mut off = 0;
         let start = Instant::now();
         while off < self.wbuf.len() {
@@ -600,7 +261,7 @@ impl Conn {
         Ok(())
     }
 
-    fn roundtrip(&mut self, expect: Expect) -> Result<Reply, DbError> {
+    pub(super) fn roundtrip(&mut self, expect: Expect) -> Result<Reply, DbError> {
         self.send(expect)?;
         loop {
             if let Some(r) = self.recv()? {
@@ -685,7 +346,7 @@ impl Drop for Conn {
     }
 }
 
-fn wait_fd(fd: RawFd, events: libc::c_short) {
+pub(super) fn wait_fd(fd: RawFd, events: libc::c_short) {
     let mut pfd = libc::pollfd {
         fd,
         events,
@@ -695,56 +356,4 @@ fn wait_fd(fd: RawFd, events: libc::c_short) {
     unsafe {
         libc::poll(&mut pfd, 1, 1000);
     }
-}
-
-fn encode_sql_command(out: &mut Vec<u8>, command: u8, sql: &[u8]) -> Result<(), DbError> {
-    let p = begin_packet(out, 0);
-    out.push(command);
-    out.extend_from_slice(sql);
-    finish_packet(out, p)
-}
-
-pub fn encode_query(out: &mut Vec<u8>, sql: &[u8]) -> Result<(), DbError> {
-    encode_sql_command(out, COM_QUERY, sql)
-}
-
-pub fn encode_prepare(out: &mut Vec<u8>, sql: &[u8]) -> Result<(), DbError> {
-    encode_sql_command(out, COM_STMT_PREPARE, sql)
-}
-
-/// COM_STMT_EXECUTE (no cursor, one iteration). Like libmariadb, callers send the parameter types
-/// with the first execution only; the server keeps them for later ones.
-pub fn encode_execute(
-    out: &mut Vec<u8>,
-    stmt_id: u32,
-    params: &[Param],
-    send_types: bool,
-) -> Result<(), DbError> {
-    let p = begin_packet(out, 0);
-    out.push(COM_STMT_EXECUTE);
-    out.extend_from_slice(&stmt_id.to_le_bytes());
-    out.push(0);
-    out.extend_from_slice(&1u32.to_le_bytes());
-    if !params.is_empty() {
-        out.extend(std::iter::repeat_n(0u8, params.len().div_ceil(8)));
-        out.push(send_types as u8);
-        if send_types {
-            for prm in params {
-                match prm {
-                    Param::Int(_) => out.extend_from_slice(&[MYSQL_TYPE_LONGLONG, 0]),
-                    Param::Str(_) => out.extend_from_slice(&[MYSQL_TYPE_VAR_STRING, 0]),
-                }
-            }
-        }
-        for prm in params {
-            match prm {
-                Param::Int(v) => out.extend_from_slice(&v.to_le_bytes()),
-                Param::Str(s) => {
-                    put_lenenc(out, s.len() as u64);
-                    out.extend_from_slice(s);
-                }
-            }
-        }
-    }
-    finish_packet(out, p)
 }

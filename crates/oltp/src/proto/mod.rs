@@ -5,14 +5,17 @@
 //! session statements behind the user's back (sysbench sends none either).
 
 mod auth;
+mod command;
 pub mod conn;
+mod endpoint;
 pub mod error;
+mod handshake;
 pub mod packet;
 pub mod response;
 
-pub use conn::{
-    encode_execute, encode_prepare, encode_query, Conn, ConnectOptions, Endpoint, Param, ServerInfo,
-};
+pub use command::{encode_execute, encode_prepare, encode_query, Param};
+pub use conn::{Conn, ServerInfo};
+pub use endpoint::{ConnectOptions, Endpoint};
 pub use error::{client_code, DbError, ServerError};
 pub use response::{Expect, Outcome, Prepared, Reply};
 
