@@ -8,33 +8,35 @@
 //! rerun after Ctrl-C, a crash or a reboot continues from the last finished stage, and a rerun with
 //! nothing changed only regenerates the report.
 
+mod contenders;
 pub mod deps;
 pub mod outcome;
 pub mod plan;
+mod profiles;
 pub mod stage;
 pub mod stages;
 pub mod state;
 
-use std::fs;
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 
 use crate::bench::cachegrind::CgPlan;
 use crate::bench::plan::{BenchPlan, Contender, OrderScheme};
 use crate::bench::report::Report;
 use crate::builder::{BuildOutput, ProfileInput, Variant};
 use crate::events::Reporter;
-use crate::gate::mtr::MtrGate;
 use crate::gate::GateMode;
 use crate::gate::GateWorkload;
-use crate::profile::{check_belongs, Stored};
 use crate::source::Source;
 pub use outcome::{gains, outcome_path, package_contender, winner, Built, Outcome};
 pub use plan::{Env, ProfileFrom, RunPlan, RunRequest};
 use stage::Ctx;
 use stages::*;
 pub use state::Tracker;
+
+use contenders::{build_contenders, candidates, identities, outside_contenders, stop_regressed};
+use profiles::{given_profile, train_profile, Profile};
 
 /// Runs the whole pipeline; returns what it made and the benchmark's report.
 pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)> {
@@ -115,7 +117,7 @@ fn source_stage(req: &RunRequest) -> SourceStage<'_> {
     }
 }
 
-fn build_stage<'a>(
+pub(super) fn build_stage<'a>(
     plan: &'a RunPlan,
     src: &'a Source,
     variant: Variant,
@@ -129,25 +131,6 @@ fn build_stage<'a>(
         profile,
         jobs: 0,
     }
-}
-
-/// A compiler profile and, when pgoforge stored it, its record.
-type Profile = (ProfileInput, Option<Stored>);
-
-/// `--profile`, resolved and checked against this source and compiler.
-fn given_profile(plan: &RunPlan, src: &Source) -> Result<Option<Profile>> {
-    let Some(p) = plan.request.profile.as_ref() else {
-        return Ok(None);
-    };
-    if !plan.builds.iter().any(|b| b.profile == ProfileFrom::Given) {
-        return Ok(None);
-    }
-    let p = fs::canonicalize(p).with_context(|| format!("--profile {}", p.display()))?;
-    let stored = p.parent().and_then(|d| Stored::load(d).ok());
-    if let Some(s) = &stored {
-        check_belongs(s, &src.hash, &plan.request.compiler.label())?;
-    }
-    Ok(Some((ProfileInput::from_path(p), stored)))
 }
 
 /// Builds not finished yet, for the disk-space check (one needing a profile not yet trained
@@ -164,213 +147,6 @@ fn unfinished_builds(plan: &RunPlan, src: &Source, given: Option<&Profile>, work
             !build_stage(plan, src, b.variant, p).finished(work)
         })
         .count()
-}
-
-/// The pgo-gen build trained on the mix, when the plan trains.
-fn train_profile(
-    plan: &RunPlan,
-    src: &Source,
-    baseline: &BuildOutput,
-    t: &mut Tracker,
-    cx: &Ctx,
-) -> Result<Option<Profile>> {
-    let Some(gen) = plan
-        .builds
-        .iter()
-        .find(|b| b.variant.phase == crate::builder::PgoPhase::PgoGen)
-    else {
-        return Ok(None);
-    };
-    let gen = t.run(&build_stage(plan, src, gen.variant, None), cx)?;
-    let stored = t.run(
-        &TrainStage {
-            gen: &gen,
-            base: None,
-            mix: &plan.request.mix,
-            server: &plan.request.server,
-            dataset_from: Some(&baseline.binary),
-        },
-        cx,
-    )?;
-    Ok(Some((stored.input(), Some(stored))))
-}
-
-/// The profile of a cs-pgo variant: its cs-pgo-gen build (optimized with the first profile)
-/// trained on the same mix, the counts merged with the first profile.
-fn cs_profile(
-    plan: &RunPlan,
-    src: &Source,
-    baseline: &BuildOutput,
-    gen: Variant,
-    first: &ProfileInput,
-    t: &mut Tracker,
-    cx: &Ctx,
-) -> Result<ProfileInput> {
-    let gen = t.run(&build_stage(plan, src, gen, Some(first)), cx)?;
-    let stored = t.run(
-        &TrainStage {
-            gen: &gen,
-            base: Some(first.path()),
-            mix: &plan.request.mix,
-            server: &plan.request.server,
-            dataset_from: Some(&baseline.binary),
-        },
-        cx,
-    )?;
-    Ok(stored.input())
-}
-
-/// The optimized builds and their BOLTed binaries, in the plan's contender order. A variant that
-/// fails to build is named and left out (the others are still compared); BOLT failing leaves the
-/// unBOLTed build compared in its place.
-fn build_contenders(
-    plan: &RunPlan,
-    src: &Source,
-    baseline: &BuildOutput,
-    profile: Option<&Profile>,
-    t: &mut Tracker,
-    cx: &Ctx,
-    warnings: &mut Vec<String>,
-) -> Result<Vec<Built>> {
-    let warn = |warnings: &mut Vec<String>, msg: String| {
-        cx.reporter.warning(&msg);
-        warnings.push(msg);
-    };
-    let mut built: Vec<(Variant, BuildOutput)> = vec![(baseline_variant(plan), baseline.clone())];
-    for b in &plan.builds[1..] {
-        if b.variant.instrumented() {
-            continue;
-        }
-        let first = profile.map(|(i, _)| i);
-        let cs = match (b.variant.cs_gen(), first) {
-            (Some(g), Some(first)) => match cs_profile(plan, src, baseline, g, first, t, cx) {
-                Ok(p) => Some(p),
-                Err(e) => {
-                    warn(
-                        warnings,
-                        format!(
-                            "{}: no context-sensitive profile, left out of the comparison: {e:#}",
-                            b.variant
-                        ),
-                    );
-                    continue;
-                }
-            },
-            _ => None,
-        };
-        let input = cs
-            .as_ref()
-            .or_else(|| b.variant.needs_profile().then_some(first).flatten());
-        // A failed build is never cached, so a rerun tries it again.
-        match t.run(&build_stage(plan, src, b.variant, input), cx) {
-            Ok(out) => {
-                if b.variant.needs_profile() && out.missing_profile_warnings > 0 {
-                    warn(warnings, format!(
-                        "{}: {} missing-profile warnings (functions or files without profile data); log {}",
-                        b.variant, out.missing_profile_warnings, out.log.display()
-                    ));
-                }
-                built.push((b.variant, out));
-            }
-            Err(e) => warn(
-                warnings,
-                format!(
-                    "{}: build failed, left out of the comparison: {e:#}",
-                    b.variant
-                ),
-            ),
-        }
-    }
-    let mut contenders = Vec::new();
-    let bolt_mix = plan.request.mix.for_bolt();
-    for c in &plan.contenders {
-        let Some((_, b)) = built.iter().find(|(v, _)| *v == c.build) else {
-            continue;
-        };
-        if !c.bolted {
-            contenders.push(Built {
-                name: c.name.clone(),
-                binary: b.binary.clone(),
-                build: Some(b.clone()),
-                bolt: None,
-                sha256: None,
-            });
-            continue;
-        }
-        let bolt = plan
-            .bolt
-            .as_ref()
-            .context("the plan has a +bolt variant, so BOLT was found")?;
-        let stage = BoltStage {
-            name: c.name.clone(),
-            binary: &b.binary,
-            build_key: &b.key,
-            bolt,
-            mix: &bolt_mix,
-            flags: plan.request.bolt_flags.as_deref(),
-            server: &plan.request.server,
-            source_hash: &src.hash,
-            dataset_from: Some(&baseline.binary),
-        };
-        match t.run(&stage, cx) {
-            Ok(x) => contenders.push(Built {
-                name: c.name.clone(),
-                binary: x.binary.clone(),
-                build: Some(b.clone()),
-                bolt: Some(x),
-                sha256: None,
-            }),
-            // The unBOLTed build is compared already (as the plain variant or as -prebolt).
-            Err(e) => warn(
-                warnings,
-                format!("{}: BOLT failed, compared without it: {e:#}", c.name),
-            ),
-        }
-    }
-    if contenders.len() < 2 {
-        bail!(
-            "no variant was built, nothing to compare with the baseline:\n{}",
-            warnings.join("\n")
-        );
-    }
-    Ok(contenders)
-}
-
-/// The `--binary` servers, compared as they are; their hash is their identity.
-fn outside_contenders(req: &RunRequest) -> Result<Vec<Built>> {
-    req.outside
-        .iter()
-        .map(|c| {
-            let binary = fs::canonicalize(&c.binary)
-                .with_context(|| format!("--binary {}={}", c.name, c.binary.display()))?;
-            Ok(Built {
-                name: c.name.clone(),
-                sha256: Some(crate::infra::fs::sha256_file(&binary)?),
-                binary,
-                build: None,
-                bolt: None,
-            })
-        })
-        .collect()
-}
-
-fn baseline_variant(plan: &RunPlan) -> Variant {
-    plan.builds[0].variant
-}
-
-fn identities(contenders: &[Built]) -> Vec<(String, String)> {
-    contenders
-        .iter()
-        .map(|c| (c.name.clone(), c.identity()))
-        .collect()
-}
-
-/// Every contender but the baseline, as the gate's steps take them.
-fn candidates(contenders: &[Built]) -> Vec<(String, std::path::PathBuf)> {
-    contenders[1..]
-        .iter()
-        .map(|c| (c.name.clone(), c.binary.clone()))
-        .collect()
 }
 
 fn gate_stage<'a>(req: &'a RunRequest, contenders: &[Built]) -> GateStage<'a> {
@@ -409,42 +185,6 @@ fn mtr_stage<'a>(
         candidates: candidates(contenders),
         identities: identities(contenders),
     })
-}
-
-/// Takes the variants MTR found a regression in out of the benchmark (and so out of packaging),
-/// naming the test and showing its diff.
-fn stop_regressed(
-    contenders: &mut Vec<Built>,
-    g: &MtrGate,
-    reporter: &dyn Reporter,
-    warnings: &mut Vec<String>,
-) -> Result<()> {
-    for name in g.stopped() {
-        let tests: Vec<String> = g
-            .regressions
-            .iter()
-            .filter(|r| r.variant == name)
-            .map(|r| {
-                let diff: Vec<&str> = r.detail.lines().take(20).collect();
-                format!("  {} ({}):\n    {}", r.test, r.outcome, diff.join("\n    "))
-            })
-            .collect();
-        let msg = format!(
-            "{name}: stopped by the gate, left out of the benchmark and never packaged: {} MTR tests pass on the baseline and not on {name}:\n{}",
-            tests.len(),
-            tests.join("\n")
-        );
-        reporter.warning(&msg);
-        warnings.push(msg);
-        contenders.retain(|c| c.name != name);
-    }
-    if contenders.len() < 2 {
-        bail!(
-            "the gate stopped every variant; nothing left to compare with the baseline:\n{}",
-            warnings.join("\n")
-        );
-    }
-    Ok(())
 }
 
 fn bench_stage(plan: &RunPlan, src: &Source, contenders: &[Built], seed: u64) -> BenchStage {

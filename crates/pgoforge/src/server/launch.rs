@@ -16,7 +16,9 @@ use oltp::proto::Conn;
 
 use super::state::ServerState;
 use super::stop::describe;
-use super::{accounts, config, cpu, Credentials, Flavor, Layout, Server, ServerSpec};
+use super::{
+    accounts, config, cpu, Credentials, Flavor, Layout, Server, ServerSpec, SOCKET_DIR_PREFIX,
+};
 use crate::infra::interrupt::die_with_parent;
 
 /// The paths of an instance directory.
@@ -260,5 +262,3 @@ impl Server {
         }
     }
 }
-
-pub(super) const SOCKET_DIR_PREFIX: &str = "pgoforge-";

@@ -81,6 +81,9 @@ impl ServerSpec {
 pub use state::ServerState;
 pub use stop::stop_by_pid;
 
+/// The prefix of the private /tmp directory holding a socket when the instance path is too long.
+const SOCKET_DIR_PREFIX: &str = "pgoforge-";
+
 /// A running server this process started (or took over from a state file).
 pub struct Server {
     pub state: ServerState,

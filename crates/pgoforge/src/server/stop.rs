@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use crate::infra::fs::tail;
 use anyhow::{bail, Result};
 
-use super::launch::SOCKET_DIR_PREFIX;
 use super::state::ServerState;
 use super::Server;
+use super::SOCKET_DIR_PREFIX;
 use crate::infra::pid_alive as alive;
 
 impl Server {
