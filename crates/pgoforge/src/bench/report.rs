@@ -57,7 +57,7 @@ pub struct Decision {
     /// The qualifying contender with the next best geometric mean.
     pub runner_up: Option<String>,
     /// The winner against the runner-up, cell by cell (paired, Holm over these cells).
-    pub versus: Vec<(String, u32, Comparison)>,
+    pub versus: Vec<CellComparison>,
     /// The winner is not significantly faster than the runner-up in any cell.
     pub tied: bool,
 }
@@ -72,7 +72,11 @@ impl Decision {
                  {w} is chosen for its higher geometric mean of TPS ratios, not because it is proven faster"
             ),
             (Some(w), Some(r)) => {
-                let won = self.versus.iter().filter(|(_, _, c)| c.verdict == Verdict::Faster).count();
+                let won = self
+                    .versus
+                    .iter()
+                    .filter(|v| v.comparison.verdict == Verdict::Faster)
+                    .count();
                 format!(
                     "{w} beats the runner-up {r}: significantly faster in {won} of {} cells",
                     self.versus.len()
@@ -84,13 +88,84 @@ impl Decision {
 
 pub use super::environment::Environment;
 
+/// One contender's geometric mean of TPS ratios over the workloads, at one thread count. Stored
+/// in report.json as the array `[contender, threads, ratio]` it has always been.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(from = "(String, u32, f64)", into = "(String, u32, f64)")]
+pub struct Geomean {
+    pub contender: String,
+    pub threads: u32,
+    pub ratio: f64,
+}
+
+impl From<(String, u32, f64)> for Geomean {
+    fn from((contender, threads, ratio): (String, u32, f64)) -> Geomean {
+        Geomean {
+            contender,
+            threads,
+            ratio,
+        }
+    }
+}
+
+impl From<Geomean> for (String, u32, f64) {
+    fn from(g: Geomean) -> Self {
+        (g.contender, g.threads, g.ratio)
+    }
+}
+
+/// The winner against the runner-up on one cell. Stored as `[workload, threads, comparison]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(from = "(String, u32, Comparison)", into = "(String, u32, Comparison)")]
+pub struct CellComparison {
+    pub workload: String,
+    pub threads: u32,
+    pub comparison: Comparison,
+}
+
+impl From<(String, u32, Comparison)> for CellComparison {
+    fn from((workload, threads, comparison): (String, u32, Comparison)) -> CellComparison {
+        CellComparison {
+            workload,
+            threads,
+            comparison,
+        }
+    }
+}
+
+impl From<CellComparison> for (String, u32, Comparison) {
+    fn from(c: CellComparison) -> Self {
+        (c.workload, c.threads, c.comparison)
+    }
+}
+
+/// The order the contenders ran in during one round. Stored as `[round, [names...]]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(from = "(u32, Vec<String>)", into = "(u32, Vec<String>)")]
+pub struct RoundOrder {
+    pub round: u32,
+    pub contenders: Vec<String>,
+}
+
+impl From<(u32, Vec<String>)> for RoundOrder {
+    fn from((round, contenders): (u32, Vec<String>)) -> RoundOrder {
+        RoundOrder { round, contenders }
+    }
+}
+
+impl From<RoundOrder> for (u32, Vec<String>) {
+    fn from(o: RoundOrder) -> Self {
+        (o.round, o.contenders)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub plan: BenchPlan,
     pub environment: Environment,
     pub cells: Vec<Cell>,
     /// Per contender and thread count: geometric mean of TPS ratios over workloads.
-    pub geomeans: Vec<(String, u32, f64)>,
+    pub geomeans: Vec<Geomean>,
     pub rounds_found: u32,
     /// Deterministic per-transaction counts, when the run directory also holds a cachegrind
     /// measurement (`pgoforge run --cachegrind`).
@@ -98,7 +173,7 @@ pub struct Report {
     pub cachegrind: Vec<super::cachegrind::CgRecord>,
     /// The contender order each round actually ran in (from the results, not the plan).
     #[serde(default)]
-    pub orders: Vec<(u32, Vec<String>)>,
+    pub orders: Vec<RoundOrder>,
     /// The machine's load run by run, in the order they ran (absent before it was recorded).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub load_trace: Vec<LoadPoint>,
@@ -116,7 +191,7 @@ pub struct Report {
 }
 
 /// Round by round, the contenders in the order they ran.
-fn orders(records: &[Record]) -> Vec<(u32, Vec<String>)> {
+fn orders(records: &[Record]) -> Vec<RoundOrder> {
     let mut by_round: BTreeMap<u32, BTreeMap<usize, String>> = BTreeMap::new();
     for r in records {
         by_round
@@ -127,7 +202,10 @@ fn orders(records: &[Record]) -> Vec<(u32, Vec<String>)> {
     }
     by_round
         .into_iter()
-        .map(|(round, p)| (round, p.into_values().collect()))
+        .map(|(round, p)| RoundOrder {
+            round,
+            contenders: p.into_values().collect(),
+        })
         .collect()
 }
 
@@ -288,9 +366,13 @@ pub fn build_against(dir: &Path, baseline: Option<&str>) -> Result<Report> {
     if let Some(cal) = &noise_floor {
         noisier_than_the_floor(&mut cells, cal);
     }
-    let geomeans: Vec<(String, u32, f64)> = ratios
+    let geomeans: Vec<Geomean> = ratios
         .into_iter()
-        .map(|((n, t), r)| (n, t, geomean(&r)))
+        .map(|((contender, threads), r)| Geomean {
+            contender,
+            threads,
+            ratio: geomean(&r),
+        })
         .collect();
     let decision = decide(&plan, &cells, &geomeans);
     let rounds_found = records.iter().map(|r| r.round).max().unwrap_or(0);
@@ -413,7 +495,7 @@ fn noisier_than_the_floor(cells: &mut [Cell], cal: &super::calibrate::Calibratio
 
 /// The winner to package: it must beat the baseline (after Holm), lose nowhere, have the best
 /// geometric mean — and beat the runner-up, or the decision says the two are tied.
-fn decide(plan: &BenchPlan, cells: &[Cell], geomeans: &[(String, u32, f64)]) -> Decision {
+fn decide(plan: &BenchPlan, cells: &[Cell], geomeans: &[Geomean]) -> Decision {
     let mut qualified: Vec<(f64, String)> = Vec::new();
     for c in plan.contenders.iter().skip(1) {
         if plan.reference_only.contains(&c.name) {
@@ -431,8 +513,8 @@ fn decide(plan: &BenchPlan, cells: &[Cell], geomeans: &[(String, u32, f64)]) -> 
         }
         let g: Vec<f64> = geomeans
             .iter()
-            .filter(|(n, _, _)| *n == c.name)
-            .map(|(_, _, g)| *g)
+            .filter(|g| g.contender == c.name)
+            .map(|g| g.ratio)
             .collect();
         qualified.push((geomean(&g), c.name.clone()));
     }
@@ -448,16 +530,19 @@ fn decide(plan: &BenchPlan, cells: &[Cell], geomeans: &[(String, u32, f64)]) -> 
             else {
                 continue;
             };
-            versus.push((
-                c.workload.clone(),
-                c.threads,
-                compare(&rc.tps_rounds, &c.tps_rounds, true),
-            ));
+            versus.push(CellComparison {
+                workload: c.workload.clone(),
+                threads: c.threads,
+                comparison: compare(&rc.tps_rounds, &c.tps_rounds, true),
+            });
         }
-        let mut fam: Vec<&mut Comparison> = versus.iter_mut().map(|v| &mut v.2).collect();
+        let mut fam: Vec<&mut Comparison> = versus.iter_mut().map(|v| &mut v.comparison).collect();
         Comparison::apply_holm(&mut fam, true);
     }
-    let tied = runner_up.is_some() && !versus.iter().any(|v| v.2.verdict == Verdict::Faster);
+    let tied = runner_up.is_some()
+        && !versus
+            .iter()
+            .any(|v| v.comparison.verdict == Verdict::Faster);
     Decision {
         winner,
         runner_up,
@@ -534,8 +619,14 @@ mod tests {
                 .or_default()
                 .push(c.tps_vs_baseline.as_ref().unwrap().ratio);
         }
-        let geomeans: Vec<(String, u32, f64)> =
-            g.into_iter().map(|(n, r)| (n, 4, geomean(&r))).collect();
+        let geomeans: Vec<Geomean> = g
+            .into_iter()
+            .map(|(contender, r)| Geomean {
+                contender,
+                threads: 4,
+                ratio: geomean(&r),
+            })
+            .collect();
         decide(p, &cells, &geomeans)
     }
 

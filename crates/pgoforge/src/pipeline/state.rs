@@ -109,7 +109,7 @@ impl Tracker {
     /// Runs `s` unless a record with the same key exists and the stage accepts its output; records
     /// what it made. A failed stage is not recorded.
     pub fn run<S: Stage>(&mut self, s: &S, cx: &Ctx) -> Result<S::Output> {
-        let name = s.name();
+        let name = s.name().to_string();
         let key = s.key().with_context(|| format!("stage {name}"))?;
         let t0 = Instant::now();
         if let Some(r) = self.state.stages.get(&name).filter(|r| r.inputs == key) {
@@ -173,6 +173,7 @@ impl Tracker {
 mod tests {
     use super::*;
     use crate::events::Collect;
+    use crate::pipeline::stage::StageId;
     use std::cell::Cell;
 
     /// Doubles its input; counts its runs; accepts recorded outputs while `valid` is set.
@@ -185,8 +186,8 @@ mod tests {
 
     impl Stage for Double<'_> {
         type Output = u32;
-        fn name(&self) -> String {
-            "s".into()
+        fn name(&self) -> StageId {
+            StageId::Seed
         }
         fn key(&self) -> Result<String> {
             inputs_hash(&self.input)
@@ -230,9 +231,9 @@ mod tests {
         assert_eq!(
             events.lines()[..3],
             [
-                "s: running",
-                "s: done in 0.0 s",
-                "s: done before (0.0 s), reused"
+                "seed: running",
+                "seed: done in 0.0 s",
+                "seed: done before (0.0 s), reused"
             ]
         );
     }
@@ -254,7 +255,7 @@ mod tests {
             fail: true,
         };
         let e = tr.run(&failing, &cx).unwrap_err();
-        assert!(format!("{e:#}").contains("stage s failed: disk full"));
+        assert!(format!("{e:#}").contains("stage seed failed: disk full"));
         assert!(tr.state().stages.is_empty());
         let ok = Double {
             fail: false,

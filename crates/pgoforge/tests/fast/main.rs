@@ -2,4 +2,5 @@
 //! byte for byte, and the architecture's rules. `cargo test --workspace --lib --test fast`.
 
 mod architecture;
+mod formats;
 mod reports;

@@ -205,7 +205,8 @@ pub fn document(r: &Report) -> Vec<Block> {
         let mut items: Vec<String> = dec
             .versus
             .iter()
-            .map(|(w, t, c)| {
+            .map(|v| {
+                let (w, t, c) = (&v.workload, v.threads, &v.comparison);
                 format!(
                     "{w} {t} threads: {} {} against {}: {} (p {:.3}, Holm {:.3})",
                     dec.winner.as_deref().unwrap_or_default(),
@@ -253,7 +254,7 @@ pub fn document(r: &Report) -> Vec<Block> {
         let rounds: Vec<String> = r
             .orders
             .iter()
-            .map(|(n, o)| format!("{n}: {}", o.join(", ")))
+            .map(|o| format!("{}: {}", o.round, o.contenders.join(", ")))
             .collect();
         d.push(Block::Paragraph(format!(
             "Order of the contenders in each round (seed {}, {scheme}) — {}.",
@@ -287,7 +288,7 @@ pub fn document(r: &Report) -> Vec<Block> {
             "Geometric mean of TPS ratios over workloads:".into(),
             r.geomeans
                 .iter()
-                .map(|(n, t, g)| format!("{n}, {t} threads: {}", pct(*g)))
+                .map(|g| format!("{}, {} threads: {}", g.contender, g.threads, pct(g.ratio)))
                 .collect(),
         ));
     }

@@ -29,11 +29,13 @@ pub fn text(r: &Report) -> String {
             c.contender, c.workload, c.threads, c.tps.median, half, c.p95_ms.median
         );
     }
-    for (n, t, g) in &r.geomeans {
+    for g in &r.geomeans {
         let _ = writeln!(
             o,
-            "geometric mean over workloads, {n} at {t} threads: {}",
-            pct(*g)
+            "geometric mean over workloads, {} at {} threads: {}",
+            g.contender,
+            g.threads,
+            pct(g.ratio)
         );
     }
     if let Some(d) = &r.decision {

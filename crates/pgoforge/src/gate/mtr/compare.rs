@@ -10,9 +10,32 @@ use super::run::MtrRun;
 pub struct Regression {
     pub variant: String,
     pub test: String,
-    /// "fail", or "did not run" (MTR stopped before it, e.g. after a crash).
-    pub outcome: String,
+    pub outcome: RegressionKind,
     pub detail: String,
+}
+
+/// How a test that passes on the baseline went on a variant; stored in mtr.json as the words it
+/// always was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RegressionKind {
+    #[serde(rename = "fail")]
+    Failed,
+    /// Disabled on the variant's run only.
+    #[serde(rename = "disabled")]
+    Disabled,
+    /// MTR stopped before it (after a crash, say).
+    #[serde(rename = "did not run")]
+    DidNotRun,
+}
+
+impl std::fmt::Display for RegressionKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RegressionKind::Failed => "fail",
+            RegressionKind::Disabled => "disabled",
+            RegressionKind::DidNotRun => "did not run",
+        })
+    }
 }
 
 /// The tests that pass on the baseline and not on `variant`.
@@ -26,13 +49,17 @@ pub fn regressions(base: &MtrRun, variant: &MtrRun) -> Vec<Regression> {
             Some(v) => Some(Regression {
                 variant: variant.name.clone(),
                 test: b.name.clone(),
-                outcome: format!("{:?}", v.outcome).to_lowercase(),
+                outcome: if v.outcome == TestOutcome::Disabled {
+                    RegressionKind::Disabled
+                } else {
+                    RegressionKind::Failed
+                },
                 detail: v.detail.clone(),
             }),
             None => Some(Regression {
                 variant: variant.name.clone(),
                 test: b.name.clone(),
-                outcome: "did not run".into(),
+                outcome: RegressionKind::DidNotRun,
                 detail: format!(
                     "MTR stopped before this test on {}; see {}",
                     variant.name,
@@ -84,12 +111,21 @@ mod tests {
             &[("main.a", Pass), ("main.b", Fail), ("main.c", Fail)],
         );
         let r = regressions(&base, &v);
-        let got: Vec<(&str, &str)> = r
-            .iter()
-            .map(|r| (r.test.as_str(), r.outcome.as_str()))
-            .collect();
+        let got: Vec<(&str, RegressionKind)> =
+            r.iter().map(|r| (r.test.as_str(), r.outcome)).collect();
         // main.b fails on the baseline too: not the variant's; main.d never ran.
-        assert_eq!(got, [("main.c", "fail"), ("main.d", "did not run")]);
+        assert_eq!(
+            got,
+            [
+                ("main.c", RegressionKind::Failed),
+                ("main.d", RegressionKind::DidNotRun)
+            ]
+        );
+        // Stored as the words mtr.json always held.
+        assert_eq!(
+            serde_json::to_string(&[RegressionKind::Failed, RegressionKind::DidNotRun]).unwrap(),
+            r#"["fail","did not run"]"#
+        );
         assert_eq!(r[0].detail, "main.c diff");
         assert!(regressions(
             &base,

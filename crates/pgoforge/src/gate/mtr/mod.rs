@@ -29,7 +29,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 pub use crate::recipe::mtr::{MtrSpec, ScriptIn, ServerSwap};
-pub use compare::{regressions, Regression};
+pub use compare::{regressions, Regression, RegressionKind};
 pub use output::{parse, TestOutcome, TestResult};
 pub use run::{build_tools, run, MtrRun, Suite};
 pub use swap::{server_dir, MtrTree};

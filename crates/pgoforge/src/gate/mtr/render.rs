@@ -1,7 +1,7 @@
 //! What terminals and reports print of an MTR gate: a line per binary, the baseline's own
 //! failures, tests not compared, every regression with the changed lines of its diff.
 
-use super::compare::Regression;
+use super::compare::{Regression, RegressionKind};
 use super::output::TestOutcome;
 use super::MtrGate;
 
@@ -97,7 +97,7 @@ impl MtrGate {
             lines.push(format!(
                 "{} {} on {} but passes on the baseline: {}",
                 r.test,
-                if r.outcome == "fail" {
+                if r.outcome == RegressionKind::Failed {
                     "fails"
                 } else {
                     "did not run"

@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::bench::spec::BenchSpec;
 use crate::builder::Variant;
 use crate::gate::GateMode;
+use crate::pipeline::stage::StageId;
 use crate::profile::train::Mix;
 use crate::recipe::Recipe;
 use crate::server::ServerConfig;
@@ -118,7 +119,7 @@ pub struct RunPlan {
     pub builds: Vec<PlannedBuild>,
     pub contenders: Vec<PlannedContender>,
     /// Stage names in order, as the state file and the stage table show them.
-    pub stages: Vec<String>,
+    pub stages: Vec<StageId>,
     /// The BOLT the +bolt variants use.
     #[serde(skip)]
     pub bolt: Option<Bolt>,
@@ -141,13 +142,13 @@ impl RunPlan {
             variant: baseline,
             profile: ProfileFrom::None,
         }];
-        let mut stages = vec!["source".to_string(), format!("build {baseline}")];
+        let mut stages = vec![StageId::Source, StageId::Build(baseline)];
         if from == ProfileFrom::Trained {
             builds.push(PlannedBuild {
                 variant: gen,
                 profile: ProfileFrom::None,
             });
-            stages.extend([format!("build {gen}"), "train".into()]);
+            stages.extend([StageId::Build(gen), StageId::Train(None)]);
         }
         let mut contenders = vec![PlannedContender {
             name: "baseline".into(),
@@ -166,7 +167,7 @@ impl RunPlan {
                         variant: g,
                         profile: from,
                     });
-                    stages.extend([format!("build {g}"), format!("train {g}")]);
+                    stages.extend([StageId::Build(g), StageId::Train(Some(g.to_string()))]);
                 }
             }
             builds.push(PlannedBuild {
@@ -179,7 +180,7 @@ impl RunPlan {
                     ProfileFrom::None
                 },
             });
-            stages.push(format!("build {v}"));
+            stages.push(StageId::Build(v));
             if !v.bolt_ready {
                 contenders.push(PlannedContender {
                     name: v.to_string(),
@@ -210,7 +211,7 @@ impl RunPlan {
                 build: v,
                 bolted: true,
             });
-            stages.push(format!("bolt {v}"));
+            stages.push(StageId::Bolt(v.to_string()));
         }
         for o in &req.outside {
             if o.name == "baseline" || contenders.iter().any(|c| c.name == o.name) {
@@ -230,17 +231,17 @@ impl RunPlan {
                 .clone()
                 .with_rounds_for(contenders.len() + req.outside.len());
         }
-        stages.push("gate".into());
+        stages.push(StageId::Gate);
         if req.gate != GateMode::Quick {
-            stages.push("mtr".into());
+            stages.push(StageId::Mtr);
         }
-        stages.extend(["seed".into(), "bench".into()]);
+        stages.extend([StageId::Seed, StageId::Bench]);
         if req.cachegrind {
-            stages.push("cachegrind".into());
+            stages.push(StageId::Cachegrind);
         }
-        stages.push("report".into());
+        stages.push(StageId::Report);
         if req.package {
-            stages.push("package".into());
+            stages.push(StageId::Package);
         }
         Ok(RunPlan {
             request: req,
@@ -335,7 +336,7 @@ mod tests {
             ("pgo+bolt".into(), false)
         );
         assert_eq!(
-            p.stages,
+            p.stages.iter().map(ToString::to_string).collect::<Vec<_>>(),
             [
                 "source",
                 "build baseline",
@@ -402,11 +403,13 @@ mod tests {
             names(&p),
             ["baseline", "pgo+lto", "cs-pgo+lto", "cs-pgo+lto+bolt"]
         );
-        assert!(p.stages.contains(&"train cs-pgo-gen+lto".to_string()));
+        assert!(p
+            .stages
+            .contains(&StageId::Train(Some("cs-pgo-gen+lto".into()))));
         // No profile needed: no pgo-gen, no training.
         let p = RunPlan::resolve(request(&["lto"]), &Env::default()).unwrap();
         assert_eq!(p.builds.len(), 2);
-        assert!(!p.stages.contains(&"train".to_string()));
+        assert!(!p.stages.contains(&StageId::Train(None)));
     }
 
     #[test]
@@ -473,7 +476,7 @@ mod tests {
         assert!(RunPlan::resolve(r, &with_bolt())
             .unwrap()
             .stages
-            .contains(&"mtr".to_string()));
+            .contains(&StageId::Mtr));
         let mut r = request(&["pgo"]);
         r.mix.phases.clear();
         assert_eq!(e(r, &with_bolt()), PlanError::EmptyMix);

@@ -10,7 +10,7 @@ use crate::bench::plan::BenchPlan;
 use crate::bench::report;
 use crate::bench::run as bench_run;
 use crate::events::{log_to, tick_to};
-use crate::pipeline::stage::{Ctx, Made, Stage};
+use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::pipeline::state::inputs_hash;
 
 pub struct BenchStage {
@@ -29,8 +29,8 @@ impl BenchStage {
 impl Stage for BenchStage {
     type Output = PathBuf;
 
-    fn name(&self) -> String {
-        "bench".into()
+    fn name(&self) -> StageId {
+        StageId::Bench
     }
 
     fn key(&self) -> Result<String> {
@@ -43,7 +43,7 @@ impl Stage for BenchStage {
 
     fn run(&self, cx: &Ctx) -> Result<Made<PathBuf>> {
         let dir = self.run_dir(cx.work)?;
-        let stage = self.name();
+        let stage = self.name().to_string();
         // Resuming is always right here: the directory is named by the plan's hash.
         bench_run::run_with_progress(
             &self.plan,

@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 use crate::events::{log_to, tick_to};
-use crate::pipeline::stage::{Ctx, Made, Stage};
+use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::pipeline::state::inputs_hash;
 use crate::profile::bolt::{self, BoltOutput, BoltRequest};
 use crate::profile::train::Mix;
@@ -29,8 +29,8 @@ pub struct BoltStage<'a> {
 impl Stage for BoltStage<'_> {
     type Output = BoltOutput;
 
-    fn name(&self) -> String {
-        format!("bolt {}", self.name)
+    fn name(&self) -> StageId {
+        StageId::Bolt(self.name.clone())
     }
 
     fn key(&self) -> Result<String> {
@@ -50,7 +50,7 @@ impl Stage for BoltStage<'_> {
     }
 
     fn run(&self, cx: &Ctx) -> Result<Made<BoltOutput>> {
-        let stage = self.name();
+        let stage = self.name().to_string();
         tick_to(cx.reporter, &stage)(0, 0);
         let template = super::train::dataset(self.dataset_from, self.server, self.mix, cx, &stage)?;
         let out = bolt::optimize(

@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use crate::builder::{self, BuildOutput, BuildRequest, ProfileInput, Variant};
 use crate::events::Event;
-use crate::pipeline::stage::{Ctx, Made, Stage};
+use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::recipe::Recipe;
 use crate::source::Source;
 use crate::toolchain::Compiler;
@@ -49,8 +49,8 @@ impl BuildStage<'_> {
 impl Stage for BuildStage<'_> {
     type Output = BuildOutput;
 
-    fn name(&self) -> String {
-        format!("build {}", self.variant)
+    fn name(&self) -> StageId {
+        StageId::Build(self.variant)
     }
 
     fn key(&self) -> Result<String> {
@@ -72,7 +72,7 @@ impl Stage for BuildStage<'_> {
     }
 
     fn run(&self, cx: &Ctx) -> Result<Made<BuildOutput>> {
-        let stage = self.name();
+        let stage = self.name().to_string();
         // make prints its percentage on every line; report each new value once.
         let last = std::cell::Cell::new(u64::MAX);
         let tick = |pct: u64| {

@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use crate::bench::cachegrind::{self, CgPlan};
 use crate::events::{log_to, tick_to};
-use crate::pipeline::stage::{Ctx, Made, Stage};
+use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::pipeline::state::inputs_hash;
 
 pub struct CachegrindStage {
@@ -20,8 +20,8 @@ pub struct CachegrindStage {
 impl Stage for CachegrindStage {
     type Output = usize;
 
-    fn name(&self) -> String {
-        "cachegrind".into()
+    fn name(&self) -> StageId {
+        StageId::Cachegrind
     }
 
     fn key(&self) -> Result<String> {
@@ -33,7 +33,7 @@ impl Stage for CachegrindStage {
     }
 
     fn run(&self, cx: &Ctx) -> Result<Made<usize>> {
-        let stage = self.name();
+        let stage = self.name().to_string();
         tick_to(cx.reporter, &stage)(0, 0);
         let recs = cachegrind::measure(
             &self.plan,

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use crate::gate::{self, Checksums, GateWorkload};
-use crate::pipeline::stage::{Ctx, Made, Stage};
+use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::pipeline::state::inputs_hash;
 use crate::server::{ServerConfig, ServerSpec};
 
@@ -23,8 +23,8 @@ pub struct GateStage<'a> {
 impl Stage for GateStage<'_> {
     type Output = Vec<Checksums>;
 
-    fn name(&self) -> String {
-        "gate".into()
+    fn name(&self) -> StageId {
+        StageId::Gate
     }
 
     fn key(&self) -> Result<String> {

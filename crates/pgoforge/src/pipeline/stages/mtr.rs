@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 
 use crate::gate::mtr::{self, MtrGate, MtrSpec, MtrTree, ScriptIn, TestOutcome};
 use crate::gate::GateMode;
-use crate::pipeline::stage::{Ctx, Made, Stage};
+use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::pipeline::state::inputs_hash;
 
 pub struct MtrStage<'a> {
@@ -51,8 +51,8 @@ impl MtrStage<'_> {
 impl Stage for MtrStage<'_> {
     type Output = MtrGate;
 
-    fn name(&self) -> String {
-        "mtr".into()
+    fn name(&self) -> StageId {
+        StageId::Mtr
     }
 
     fn key(&self) -> Result<String> {
@@ -70,7 +70,7 @@ impl Stage for MtrStage<'_> {
     }
 
     fn run(&self, cx: &Ctx) -> Result<Made<MtrGate>> {
-        let stage = self.name();
+        let stage = self.name().to_string();
         let dir = cx.work.join("gate").join("mtr");
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         cx.reporter.message(

@@ -6,7 +6,7 @@ use anyhow::Result;
 use crate::bench::report::Report;
 use crate::package::Package;
 use crate::pipeline::outcome::{package_contender, Outcome};
-use crate::pipeline::stage::{Ctx, Made, Stage};
+use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::pipeline::state::inputs_hash;
 
 pub struct PackageStage<'a> {
@@ -18,8 +18,8 @@ pub struct PackageStage<'a> {
 impl Stage for PackageStage<'_> {
     type Output = Package;
 
-    fn name(&self) -> String {
-        "package".into()
+    fn name(&self) -> StageId {
+        StageId::Package
     }
 
     fn key(&self) -> Result<String> {

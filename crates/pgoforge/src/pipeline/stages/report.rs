@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use crate::bench::report::{self, Report};
-use crate::pipeline::stage::{Ctx, Made, Stage};
+use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::pipeline::state::inputs_hash;
 
 pub struct ReportStage {
@@ -16,8 +16,8 @@ pub struct ReportStage {
 impl Stage for ReportStage {
     type Output = Report;
 
-    fn name(&self) -> String {
-        "report".into()
+    fn name(&self) -> StageId {
+        StageId::Report
     }
 
     fn key(&self) -> Result<String> {

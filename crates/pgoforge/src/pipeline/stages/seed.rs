@@ -5,7 +5,7 @@
 use anyhow::Result;
 
 use crate::bench::plan::fresh_seed;
-use crate::pipeline::stage::{Ctx, Made, Stage};
+use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::pipeline::state::inputs_hash;
 
 pub struct SeedStage {
@@ -15,8 +15,8 @@ pub struct SeedStage {
 impl Stage for SeedStage {
     type Output = u64;
 
-    fn name(&self) -> String {
-        "seed".into()
+    fn name(&self) -> StageId {
+        StageId::Seed
     }
 
     fn key(&self) -> Result<String> {

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use crate::pipeline::stage::{Ctx, Made, Stage};
+use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::pipeline::state::inputs_hash;
 use crate::recipe::Recipe;
 use crate::source::{self, Source};
@@ -17,8 +17,8 @@ pub struct SourceStage<'a> {
 impl Stage for SourceStage<'_> {
     type Output = Source;
 
-    fn name(&self) -> String {
-        "source".into()
+    fn name(&self) -> StageId {
+        StageId::Source
     }
 
     fn key(&self) -> Result<String> {

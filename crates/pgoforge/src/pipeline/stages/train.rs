@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::builder::BuildOutput;
 use crate::events::{log_to, tick_to};
-use crate::pipeline::stage::{Ctx, Made, Stage};
+use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::pipeline::state::inputs_hash;
 use crate::profile::train::{self, Mix, TrainRequest};
 use crate::profile::Stored;
@@ -73,13 +73,9 @@ pub enum ServerKey<'a> {
 impl Stage for TrainStage<'_> {
     type Output = Stored;
 
-    fn name(&self) -> String {
+    fn name(&self) -> StageId {
         // The first training keeps the name it always had (finished runs find it).
-        if self.base.is_some() {
-            format!("train {}", self.gen.variant)
-        } else {
-            "train".into()
-        }
+        StageId::Train(self.base.is_some().then(|| self.gen.variant.clone()))
     }
 
     fn key(&self) -> Result<String> {
@@ -93,7 +89,7 @@ impl Stage for TrainStage<'_> {
     }
 
     fn run(&self, cx: &Ctx) -> Result<Made<Stored>> {
-        let stage = self.name();
+        let stage = self.name().to_string();
         tick_to(cx.reporter, &stage)(0, 0);
         let template = dataset(self.dataset_from, self.server, self.mix, cx, &stage)?;
         let stored = train::train(
