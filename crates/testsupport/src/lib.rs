@@ -67,7 +67,7 @@ fn make_template() -> Result<PathBuf> {
     if cached.join("data/mysql").is_dir() && cached.join("state.json").is_file() {
         return Ok(cached);
     }
-    // Built under a private name and renamed, so concurrent test binaries never see half of one.
+    // RunContender under a private name and renamed, so concurrent test binaries never see half of one.
     let building = tmp.join(format!("pgoforge-test-instance-tmp-{}", std::process::id()));
     let _ = fs::remove_dir_all(&building);
     Server::create(&spec(), &building)?.stop()?;

@@ -134,7 +134,7 @@ pub fn path(work_dir: &Path) -> PathBuf {
 }
 
 /// The calibration copied into a run directory when the benchmark started.
-pub fn run_copy(run_dir: &Path) -> PathBuf {
+pub fn copy_in_run_dir(run_dir: &Path) -> PathBuf {
     run_dir.join("calibration.json")
 }
 

@@ -362,7 +362,7 @@ pub fn build_against(dir: &Path, baseline: Option<&str>) -> Result<Report> {
     }
     correct_over_the_run(&mut cells);
     unstable_runs(&mut cells, &records);
-    let noise_floor = super::calibrate::read(&super::calibrate::run_copy(dir))?;
+    let noise_floor = super::calibrate::read(&super::calibrate::copy_in_run_dir(dir))?;
     if let Some(cal) = &noise_floor {
         noisier_than_the_floor(&mut cells, cal);
     }

@@ -28,7 +28,7 @@ fn dataset(plan: &BenchPlan) -> Settings {
 }
 
 /// Runs the plan into `dir` (created if needed); with `resume`, continues a run already there.
-pub fn run(
+pub fn benchmark_quietly(
     plan: &BenchPlan,
     work_dir: &Path,
     dir: &Path,
@@ -36,12 +36,12 @@ pub fn run(
     guard: Guard,
     log: &dyn Fn(&str),
 ) -> Result<()> {
-    run_with_progress(plan, work_dir, dir, resume, guard, log, &|_, _| {})
+    benchmark(plan, work_dir, dir, resume, guard, log, &|_, _| {})
 }
 
-/// As [`run`], calling `tick(done, total)` with the count of measured runs (resumed ones included)
+/// As [`benchmark_quietly`], calling `tick(done, total)` with the count of measured runs (resumed ones included)
 /// before the first and after each one.
-pub fn run_with_progress(
+pub fn benchmark(
     plan: &BenchPlan,
     work_dir: &Path,
     dir: &Path,
@@ -58,7 +58,7 @@ pub fn run_with_progress(
         .map(|r| (r.round, r.contender, r.workload, r.threads))
         .collect();
     let floor = super::calibrate::path(work_dir);
-    let copy = super::calibrate::run_copy(dir);
+    let copy = super::calibrate::copy_in_run_dir(dir);
     if floor.is_file() && !copy.exists() && done.is_empty() {
         // The floor in force when this benchmark ran judges its report, not a later one.
         fs::copy(&floor, &copy)

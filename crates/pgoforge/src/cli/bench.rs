@@ -132,7 +132,7 @@ pub fn main(a: BenchArgs) -> Result<i32> {
         // Every contender beyond the first of each buffer pool size is compared with it.
         plan.spec = plan.spec.clone().with_rounds_for(plan.contenders.len());
     }
-    run::run_with_progress(
+    run::benchmark(
         &plan,
         &work,
         &dir,

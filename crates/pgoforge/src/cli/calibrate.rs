@@ -69,7 +69,7 @@ pub fn main(a: CalibrateArgs) -> Result<i32> {
     let resume = a.run_dir.resume;
     // A resumed calibration keeps its design, and the wall time its runs took when measured.
     let earlier = super::bench::resumed_design(&dir, resume);
-    let earlier_wall = calibrate::read(&calibrate::run_copy(&dir))
+    let earlier_wall = calibrate::read(&calibrate::copy_in_run_dir(&dir))
         .ok()
         .flatten()
         .filter(|c| resume && c.binary == a.binary)
@@ -100,7 +100,7 @@ pub fn main(a: CalibrateArgs) -> Result<i32> {
     let at_start = Cell::new(None::<u64>);
     let (first, last) = (Cell::new(None), Cell::new(None::<(Instant, u64)>));
     let tick = tick_to(reporter.as_ref(), "calibrate");
-    run::run_with_progress(
+    run::benchmark(
         &plan,
         &work,
         &dir,
@@ -158,7 +158,7 @@ pub fn main(a: CalibrateArgs) -> Result<i32> {
         per_run,
         cells,
     );
-    pgoforge::infra::fs::write_json(&calibrate::run_copy(&dir), &cal)?;
+    pgoforge::infra::fs::write_json(&calibrate::copy_in_run_dir(&dir), &cal)?;
     pgoforge::infra::fs::write_json(&calibrate::path(&work), &cal)?;
     let md = markdown::table(&calibration_table(&cal));
     pgoforge::infra::fs::write_atomic(&dir.join("calibration.md"), &md)?;

@@ -1,5 +1,7 @@
-//! The command line: one subcommand per pipeline stage, one file per subcommand; flags shared by
-//! several subcommands live in `args.rs`.
+//! The command line: one file per subcommand — `run` (the whole pipeline), the single steps it is
+//! made of (`build`, `train`, `bolt`, `gate`, `bench`, `report`, `package`) and the tools beside it
+//! (`oltp`, `server`, `calibrate`, `doctor`, `recipes`); flags shared by several live in `args.rs`,
+//! exit statuses in `pgoforge::infra::exit`.
 
 mod args;
 mod bench;
@@ -35,16 +37,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// sysbench-compatible OLTP workloads: prepare, prewarm, run, cleanup.
-    Oltp(Box<oltp::OltpArgs>),
-    /// Run a MySQL-family server by hand: start, stop, status.
-    Server(server::ServerArgs),
+    /// The whole pipeline: source, builds, training, BOLT, gate, benchmark, report, package.
+    Run(Box<run::RunArgs>),
     /// Build a server variant from source (baseline, lto, pgo-gen, pgo, pgo+lto; +bolt, +native).
     Build(Box<build::BuildArgs>),
-    /// List the embedded recipes.
-    Recipes(recipes::RecipesArgs),
-    /// Show which tools are present, which are missing, and the apt command that fixes it.
-    Doctor(doctor::DoctorArgs),
     /// Build the instrumented (pgo-gen) server, train it on the OLTP mix, store the profile.
     Train(Box<train::TrainArgs>),
     /// Profile a bolt-ready server binary and optimize it with BOLT.
@@ -53,15 +49,21 @@ enum Command {
     Gate(Box<gate::GateArgs>),
     /// Benchmark servers side by side: interleaved rounds, statistics, reports.
     Bench(Box<bench::BenchArgs>),
+    /// Regenerate the reports of a benchmark run from its stored results.
+    Report(report::ReportArgs),
+    /// Package a variant of a finished run as a tar.zst with its manifest and SHA256SUMS.
+    Package(package::PackageArgs),
     /// Measure the machine's noise floor: one server against itself (A/A), and the smallest
     /// effect a benchmark here can detect.
     Calibrate(Box<calibrate::CalibrateArgs>),
-    /// Regenerate the reports of a benchmark run from its stored results.
-    Report(report::ReportArgs),
-    /// The whole pipeline: source, builds, training, BOLT, gate, benchmark, report, package.
-    Run(Box<run::RunArgs>),
-    /// Package a variant of a finished run as a tar.zst with its manifest and SHA256SUMS.
-    Package(package::PackageArgs),
+    /// sysbench-compatible OLTP workloads: prepare, prewarm, run, cleanup.
+    Oltp(Box<oltp::OltpArgs>),
+    /// Run a MySQL-family server by hand: start, stop, status.
+    Server(server::ServerArgs),
+    /// Show which tools are present, which are missing, and the apt command that fixes it.
+    Doctor(doctor::DoctorArgs),
+    /// List the embedded recipes.
+    Recipes(recipes::RecipesArgs),
 }
 
 /// Runs the command line; the returned value is the process exit status.

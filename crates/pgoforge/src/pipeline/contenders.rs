@@ -7,7 +7,7 @@ use std::fs;
 use anyhow::{bail, Context, Result};
 
 use super::build_stage;
-use super::outcome::Built;
+use super::outcome::RunContender;
 use super::plan::{RunPlan, RunRequest};
 use super::profiles::{cs_profile, Profile};
 use super::stage::Ctx;
@@ -29,7 +29,7 @@ pub(super) fn build_contenders(
     t: &mut Tracker,
     cx: &Ctx,
     warnings: &mut Vec<String>,
-) -> Result<Vec<Built>> {
+) -> Result<Vec<RunContender>> {
     let warn = |warnings: &mut Vec<String>, msg: String| {
         cx.reporter.warning(&msg);
         warnings.push(msg);
@@ -86,7 +86,7 @@ pub(super) fn build_contenders(
             continue;
         };
         if !c.bolted {
-            contenders.push(Built {
+            contenders.push(RunContender {
                 name: c.name.clone(),
                 binary: b.binary.clone(),
                 build: Some(b.clone()),
@@ -111,7 +111,7 @@ pub(super) fn build_contenders(
             dataset_from: Some(&baseline.binary),
         };
         match t.run(&stage, cx) {
-            Ok(x) => contenders.push(Built {
+            Ok(x) => contenders.push(RunContender {
                 name: c.name.clone(),
                 binary: x.binary.clone(),
                 build: Some(b.clone()),
@@ -135,13 +135,13 @@ pub(super) fn build_contenders(
 }
 
 /// The `--binary` servers, compared as they are; their hash is their identity.
-pub(super) fn outside_contenders(req: &RunRequest) -> Result<Vec<Built>> {
+pub(super) fn outside_contenders(req: &RunRequest) -> Result<Vec<RunContender>> {
     req.outside
         .iter()
         .map(|c| {
             let binary = fs::canonicalize(&c.binary)
                 .with_context(|| format!("--binary {}={}", c.name, c.binary.display()))?;
-            Ok(Built {
+            Ok(RunContender {
                 name: c.name.clone(),
                 sha256: Some(crate::infra::fs::sha256_file(&binary)?),
                 binary,
@@ -156,7 +156,7 @@ pub(super) fn baseline_variant(plan: &RunPlan) -> Variant {
     plan.builds[0].variant
 }
 
-pub(super) fn identities(contenders: &[Built]) -> Vec<(String, String)> {
+pub(super) fn identities(contenders: &[RunContender]) -> Vec<(String, String)> {
     contenders
         .iter()
         .map(|c| (c.name.clone(), c.identity()))
@@ -164,7 +164,7 @@ pub(super) fn identities(contenders: &[Built]) -> Vec<(String, String)> {
 }
 
 /// Every contender but the baseline, as the gate's steps take them.
-pub(super) fn candidates(contenders: &[Built]) -> Vec<(String, std::path::PathBuf)> {
+pub(super) fn candidates(contenders: &[RunContender]) -> Vec<(String, std::path::PathBuf)> {
     contenders[1..]
         .iter()
         .map(|c| (c.name.clone(), c.binary.clone()))
@@ -174,7 +174,7 @@ pub(super) fn candidates(contenders: &[Built]) -> Vec<(String, std::path::PathBu
 /// Takes the variants MTR found a regression in out of the benchmark (and so out of packaging),
 /// naming the test and showing its diff.
 pub(super) fn stop_regressed(
-    contenders: &mut Vec<Built>,
+    contenders: &mut Vec<RunContender>,
     g: &MtrGate,
     reporter: &dyn Reporter,
     warnings: &mut Vec<String>,

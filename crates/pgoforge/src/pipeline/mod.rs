@@ -29,7 +29,7 @@ use crate::events::Reporter;
 use crate::gate::GateMode;
 use crate::gate::GateWorkload;
 use crate::source::Source;
-pub use outcome::{gains, outcome_path, package_contender, winner, Built, Outcome};
+pub use outcome::{gains, outcome_path, package_contender, winner, Outcome, RunContender};
 pub use plan::{Env, ProfileFrom, RunPlan, RunRequest};
 use stage::Ctx;
 use stages::*;
@@ -80,7 +80,7 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
     let run_dir = t.run(&bench, &cx)?;
     if let Some(g) = &mtr {
         // The report shows the gate beside the numbers it let through.
-        crate::infra::fs::write_json(&crate::gate::mtr::run_copy(&run_dir), g)?;
+        crate::infra::fs::write_json(&crate::gate::mtr::copy_in_run_dir(&run_dir), g)?;
     }
     if req.cachegrind {
         t.run(&cachegrind_stage(plan, &bench.plan, &run_dir), &cx)?;
@@ -140,7 +140,7 @@ fn unfinished_builds(plan: &RunPlan, src: &Source, given: Option<&Profile>, work
         .iter()
         .filter(|b| {
             let p = match b.profile {
-                ProfileFrom::None => None,
+                ProfileFrom::NoProfile => None,
                 ProfileFrom::Given => given.map(|(i, _)| i),
                 ProfileFrom::Trained | ProfileFrom::CsTrained => return true,
             };
@@ -149,7 +149,7 @@ fn unfinished_builds(plan: &RunPlan, src: &Source, given: Option<&Profile>, work
         .count()
 }
 
-fn gate_stage<'a>(req: &'a RunRequest, contenders: &[Built]) -> GateStage<'a> {
+fn gate_stage<'a>(req: &'a RunRequest, contenders: &[RunContender]) -> GateStage<'a> {
     GateStage {
         baseline: contenders[0].binary.clone(),
         candidates: candidates(contenders),
@@ -164,7 +164,7 @@ fn mtr_stage<'a>(
     plan: &'a RunPlan,
     src: &Source,
     baseline: &BuildOutput,
-    contenders: &[Built],
+    contenders: &[RunContender],
 ) -> Option<MtrStage<'a>> {
     let req = &plan.request;
     let spec = req
@@ -187,7 +187,7 @@ fn mtr_stage<'a>(
     })
 }
 
-fn bench_stage(plan: &RunPlan, src: &Source, contenders: &[Built], seed: u64) -> BenchStage {
+fn bench_stage(plan: &RunPlan, src: &Source, contenders: &[RunContender], seed: u64) -> BenchStage {
     let req = &plan.request;
     let ids = identities(contenders);
     BenchStage {

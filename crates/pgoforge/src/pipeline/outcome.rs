@@ -20,7 +20,7 @@ use crate::source::Source;
 
 /// A binary in the comparison and how it was made.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Built {
+pub struct RunContender {
     /// The contender's name in the benchmark (`pgo+bolt`, `pgo-prebolt`, ...).
     pub name: String,
     pub binary: PathBuf,
@@ -32,7 +32,7 @@ pub struct Built {
     pub sha256: Option<String>,
 }
 
-impl Built {
+impl RunContender {
     /// What distinguishes this binary from any other at the same path.
     pub fn identity(&self) -> String {
         let key = match (&self.build, &self.sha256) {
@@ -51,7 +51,7 @@ impl Built {
 pub struct Outcome {
     pub recipe: String,
     pub source: Source,
-    pub contenders: Vec<Built>,
+    pub contenders: Vec<RunContender>,
     pub profile: Option<Stored>,
     pub run_dir: PathBuf,
     /// The contender that measurably beat the baseline with the best geometric mean, if any.
@@ -97,7 +97,7 @@ impl Outcome {
         crate::infra::fs::write_json(&outcome_path(work), self)
     }
 
-    pub fn contender(&self, name: &str) -> Result<&Built> {
+    pub fn contender(&self, name: &str) -> Result<&RunContender> {
         match self.contenders.iter().find(|c| c.name == name) {
             Some(c) => Ok(c),
             None => {

@@ -1,7 +1,8 @@
 //! Training: run the instrumented server on the OLTP mix, stop it cleanly, collect and store the
 //! profile.
 //!
-//! The default mix follows the best anchor (point selects, then read-only transactions) plus a write
+//! The default mix follows the best published sysbench-trained PGO recipe (point selects, then
+//! read-only transactions) plus a write
 //! phase and a text-protocol phase, since prepared statements and plain queries take different paths
 //! through the server (parser vs. execution of prepared statements).
 

@@ -1,7 +1,8 @@
 //! The server's configuration, typed, rendered to one my.cnf that every variant shares.
 //!
 //! Defaults keep an OLTP benchmark CPU-bound (a buffer pool larger than the dataset, relaxed flushing,
-//! no binary log, no performance schema), as the anchors' benchmark configurations do.
+//! no binary log, no performance schema), as published PGO benchmark setups
+//! (pgobuild_percona_server, for one) configure theirs.
 
 use std::fmt::Write;
 use std::path::Path;

@@ -60,7 +60,7 @@ fn measure(
     dir: &std::path::Path,
     resume: bool,
 ) -> anyhow::Result<()> {
-    run::run(
+    run::benchmark_quietly(
         p,
         work,
         dir,

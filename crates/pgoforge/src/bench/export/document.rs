@@ -72,7 +72,8 @@ pub fn calibration_table(cal: &crate::bench::calibrate::Calibration) -> Table {
     }
 }
 
-/// The results table in the seeds' shape: TPS per workload per contender, gain and its interval.
+/// The results table as published PGO benchmarks lay it out: TPS per workload per contender, gain
+/// and its interval.
 fn results(r: &Report) -> Table {
     let base = &r.plan.contenders[0].name;
     let header = [

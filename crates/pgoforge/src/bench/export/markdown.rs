@@ -1,4 +1,4 @@
-//! Markdown in the seeds' shape (report.md).
+//! Markdown (report.md), laid out as published PGO benchmarks are.
 
 use anyhow::Result;
 

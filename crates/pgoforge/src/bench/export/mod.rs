@@ -1,5 +1,5 @@
-//! The report's formats, one file each behind one trait: text for a terminal, Markdown in the
-//! seeds' shape, a self-contained HTML page with charts, JSON and CSV. Markdown and HTML render the
+//! The report's formats, one file each behind one trait: text for a terminal, Markdown laid out as
+//! published PGO benchmarks are, a self-contained HTML page with charts, JSON and CSV. Markdown and HTML render the
 //! same [`document`] (headings, paragraphs, tables, lists), so they always say the same thing.
 
 pub mod csv;

@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::recipe::mtr::{MtrSpec, ScriptIn, ServerSwap};
 pub use compare::{regressions, Regression, RegressionKind};
 pub use output::{parse, TestOutcome, TestResult};
-pub use run::{build_tools, run, MtrRun, Suite};
+pub use run::{build_tools, run_on, MtrRun, Suite};
 pub use swap::{server_dir, MtrTree};
 
 use super::GateMode;
@@ -81,12 +81,15 @@ impl MtrGate {
 }
 
 /// The copy of the gate's MTR result in a benchmark's run directory, which its report shows.
-pub fn run_copy(run_dir: &Path) -> PathBuf {
+pub fn copy_in_run_dir(run_dir: &Path) -> PathBuf {
     run_dir.join("mtr.json")
 }
 
 pub fn read_copy(run_dir: &Path) -> Result<Option<MtrGate>> {
-    crate::infra::fs::read_json_if_present(&run_copy(run_dir), "delete it to report without it")
+    crate::infra::fs::read_json_if_present(
+        &copy_in_run_dir(run_dir),
+        "delete it to report without it",
+    )
 }
 
 /// Runs the baseline then every candidate and compares.
@@ -99,7 +102,7 @@ pub fn gate(
     tools_seconds: f64,
     progress: &dyn Fn(&str, &TestResult),
 ) -> Result<MtrGate> {
-    let base = run(suite, "baseline", baseline, &dir.join("baseline"), &|t| {
+    let base = run_on(suite, "baseline", baseline, &dir.join("baseline"), &|t| {
         progress("baseline", t)
     })?;
     let baseline_failures = base
@@ -111,7 +114,7 @@ pub fn gate(
     let mut runs = vec![base];
     let mut found = Vec::new();
     for (i, (name, bin)) in candidates.iter().enumerate() {
-        let r = run(suite, name, bin, &dir.join(format!("candidate{i}")), &|t| {
+        let r = run_on(suite, name, bin, &dir.join(format!("candidate{i}")), &|t| {
             progress(name, t)
         })?;
         found.extend(regressions(&runs[0], &r));

@@ -43,7 +43,7 @@ pub struct Suite<'a> {
 
 /// Runs the suite on `binary` in `dir` (its own vardir and server link). MTR reporting failures
 /// is a result, not an error; MTR reporting nothing at all is an error.
-pub fn run(
+pub fn run_on(
     suite: &Suite,
     name: &str,
     binary: &Path,

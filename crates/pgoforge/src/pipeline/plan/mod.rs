@@ -86,7 +86,9 @@ impl Env {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProfileFrom {
-    None,
+    /// No profile (baseline, lto); printed `none` in `run --plan`, as before.
+    #[serde(rename = "none")]
+    NoProfile,
     /// `--profile`.
     Given,
     /// Trained on the pgo-gen build in this run.
@@ -130,7 +132,7 @@ impl RunPlan {
         check(&req, env)?;
         let needs_profile = req.variants.iter().any(Variant::needs_profile);
         let from = if !needs_profile {
-            ProfileFrom::None
+            ProfileFrom::NoProfile
         } else if req.profile.is_some() {
             ProfileFrom::Given
         } else {
@@ -140,13 +142,13 @@ impl RunPlan {
         let gen: Variant = "pgo-gen".parse().expect("a valid variant");
         let mut builds = vec![PlannedBuild {
             variant: baseline,
-            profile: ProfileFrom::None,
+            profile: ProfileFrom::NoProfile,
         }];
         let mut stages = vec![StageId::Source, StageId::Build(baseline)];
         if from == ProfileFrom::Trained {
             builds.push(PlannedBuild {
                 variant: gen,
-                profile: ProfileFrom::None,
+                profile: ProfileFrom::NoProfile,
             });
             stages.extend([StageId::Build(gen), StageId::Train(None)]);
         }
@@ -177,7 +179,7 @@ impl RunPlan {
                 } else if v.needs_profile() {
                     from
                 } else {
-                    ProfileFrom::None
+                    ProfileFrom::NoProfile
                 },
             });
             stages.push(StageId::Build(v));

@@ -45,7 +45,7 @@ impl Stage for BenchStage {
         let dir = self.run_dir(cx.work)?;
         let stage = self.name().to_string();
         // Resuming is always right here: the directory is named by the plan's hash.
-        bench_run::run_with_progress(
+        bench_run::benchmark(
             &self.plan,
             cx.work,
             &dir,
