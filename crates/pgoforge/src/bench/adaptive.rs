@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use super::spec::BenchSpec;
-use super::stats::compare;
+use super::stats::{compare, Better};
 
 /// Whether to run another round, and why not.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,7 +32,7 @@ pub struct Series {
 pub fn widest_half_width(series: &[Series]) -> Option<(f64, String)> {
     let mut widest: Option<(f64, String)> = None;
     for s in series {
-        let k = compare(&s.baseline, &s.contender, true);
+        let k = compare(&s.baseline, &s.contender, Better::Higher);
         if k.pairs < 2 {
             return None;
         }

@@ -161,7 +161,7 @@ pub const UNSTABLE_OVER_FLOOR: f64 = 2.0;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::stats::compare;
+    use crate::bench::stats::{compare, Better};
 
     fn rounds(v: &[f64]) -> Vec<(u32, f64)> {
         v.iter()
@@ -181,17 +181,19 @@ mod tests {
             threads: 4,
             rounds: 8,
             sd_log_ratio: stats::stddev(&d),
-            aa: compare(&base, &calm, true),
+            aa: compare(&base, &calm, Better::Higher),
             detectable_here: None,
             detectable_default_run: None,
             rounds_for_2pct: None,
             minutes_for_2pct: None,
         };
-        let same = scatter_over_floor(&compare(&base, &calm, true), &floor).unwrap();
+        let same = scatter_over_floor(&compare(&base, &calm, Better::Higher), &floor).unwrap();
         assert!((same - 1.0).abs() < 1e-6, "{same}");
-        let ten = scatter_over_floor(&compare(&base, &rough, true), &floor).unwrap();
+        let ten = scatter_over_floor(&compare(&base, &rough, Better::Higher), &floor).unwrap();
         // ±10 % against ±1 % (on the log scale a little under 10×).
         assert!((ten - 10.0).abs() < 0.6, "{ten}");
-        assert!(scatter_over_floor(&compare(&base[..3], &rough[..3], true), &floor).is_none());
+        assert!(
+            scatter_over_floor(&compare(&base[..3], &rough[..3], Better::Higher), &floor).is_none()
+        );
     }
 }

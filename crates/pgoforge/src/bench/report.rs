@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::load::BUSY_SHARE;
 use super::plan::BenchPlan;
 use super::run_dir::{by_round, plan_path, read_records, Record};
-use super::stats::{compare, describe, geomean, Comparison, Describe, Verdict};
+use super::stats::{compare, describe, geomean, Better, Comparison, Describe, Verdict};
 use crate::infra::exit::Refuse;
 use oltp::settings::TestName;
 
@@ -280,8 +280,8 @@ fn cell(plan: &BenchPlan, records: &[Record], name: &str, w: TestName, t: u32) -
         (None, None)
     } else {
         (
-            Some(compare(&base_tps, &v_tps, true)),
-            Some(compare(&base_p95, &v_p95, false)),
+            Some(compare(&base_tps, &v_tps, Better::Higher)),
+            Some(compare(&base_p95, &v_p95, Better::Lower)),
         )
     };
     Some(Cell {
@@ -417,8 +417,8 @@ fn correct_over_the_run(cells: &mut [Cell]) {
         }
     }
     let m = tps.len();
-    Comparison::apply_holm(&mut tps, true);
-    Comparison::apply_holm(&mut p95, false);
+    Comparison::apply_holm(&mut tps, Better::Higher);
+    Comparison::apply_holm(&mut p95, Better::Lower);
     let needed = super::stats::rounds_needed(m);
     for c in cells.iter_mut() {
         if let Some(k) = c.tps_vs_baseline.as_mut() {
@@ -533,11 +533,11 @@ fn decide(plan: &BenchPlan, cells: &[Cell], geomeans: &[Geomean]) -> Decision {
             versus.push(CellComparison {
                 workload: c.workload.clone(),
                 threads: c.threads,
-                comparison: compare(&rc.tps_rounds, &c.tps_rounds, true),
+                comparison: compare(&rc.tps_rounds, &c.tps_rounds, Better::Higher),
             });
         }
         let mut fam: Vec<&mut Comparison> = versus.iter_mut().map(|v| &mut v.comparison).collect();
-        Comparison::apply_holm(&mut fam, true);
+        Comparison::apply_holm(&mut fam, Better::Higher);
     }
     let tied = runner_up.is_some()
         && !versus
@@ -582,7 +582,7 @@ mod tests {
             threads: 4,
             tps: describe(&v),
             p95_ms: describe(&v),
-            tps_vs_baseline: Some(compare(&rounds(&base), &rounds(&v), true)),
+            tps_vs_baseline: Some(compare(&rounds(&base), &rounds(&v), Better::Higher)),
             p95_vs_baseline: None,
             warnings: Vec::new(),
             tps_rounds: rounds(&v),

@@ -91,10 +91,20 @@ pub const MIN_ROUNDS: usize = 6;
 /// noise threshold): on shared VMs slow drift can make tiny differences "significant".
 pub const NOISE: f64 = 0.02;
 
-/// Compares `variant` with `baseline`, round by round, for a higher-is-better metric
-/// (`higher_better`) or a latency. Significance here is for this comparison alone; a report
+/// Which direction of a metric is an improvement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Better {
+    /// Throughput: a ratio above 1 is faster.
+    Higher,
+    /// Latency: a ratio below 1 is better.
+    Lower,
+}
+
+/// Compares `variant` with `baseline`, round by round, for a throughput (`Better::Higher`) or a
+/// latency (`Better::Lower`). Significance here is for this comparison alone; a report
 /// corrects it over all its cells with [`Comparison::apply_holm`].
-pub fn compare(baseline: &[(u32, f64)], variant: &[(u32, f64)], higher_better: bool) -> Comparison {
+pub fn compare(baseline: &[(u32, f64)], variant: &[(u32, f64)], better: Better) -> Comparison {
+    let higher_better = better == Better::Higher;
     let d = paired_log_ratios(baseline, variant);
     let n = d.len();
     let m = mean(&d);
@@ -130,7 +140,7 @@ pub fn compare(baseline: &[(u32, f64)], variant: &[(u32, f64)], higher_better: b
         verdict: Verdict::NoSignificantDifference,
         warnings,
     };
-    c.decide(higher_better);
+    c.decide(better);
     c
 }
 
@@ -141,7 +151,8 @@ impl Comparison {
     }
 
     /// Significance and verdict from the (corrected) p-value, the interval and the noise floor.
-    fn decide(&mut self, higher_better: bool) {
+    fn decide(&mut self, better_is: Better) {
+        let higher_better = better_is == Better::Higher;
         let excludes_one = self.ratio_ci95.0 > 1.0 || self.ratio_ci95.1 < 1.0;
         self.significant = self.p_holm < 0.05 && excludes_one && (self.ratio - 1.0).abs() >= NOISE;
         let better = (self.ratio > 1.0) == higher_better;
@@ -155,11 +166,11 @@ impl Comparison {
     }
 
     /// Applies Holm's correction over a family of comparisons (one metric, all cells of a run).
-    pub fn apply_holm(family: &mut [&mut Comparison], higher_better: bool) {
+    pub fn apply_holm(family: &mut [&mut Comparison], better: Better) {
         let p: Vec<f64> = family.iter().map(|c| c.p_value).collect();
         for (c, adj) in family.iter_mut().zip(holm(&p)) {
             c.p_holm = adj;
-            c.decide(higher_better);
+            c.decide(better);
         }
     }
 }
@@ -184,7 +195,7 @@ mod tests {
             .enumerate()
             .map(|(i, d)| (i as u32 + 1, 1100.0 * d * (1.0 + 0.002 * (i % 3) as f64)))
             .collect();
-        let c = compare(&base, &var, true);
+        let c = compare(&base, &var, Better::Higher);
         assert_eq!(c.pairs, 8);
         assert!((c.ratio - 1.1).abs() < 0.01, "{c:?}");
         assert!(c.ratio_ci95.0 > 1.08 && c.ratio_ci95.1 < 1.12, "{c:?}");
@@ -194,19 +205,19 @@ mod tests {
             "{c:?}"
         );
         // Latency: lower is better.
-        let lat = compare(&var, &base, false);
+        let lat = compare(&var, &base, Better::Lower);
         assert!(lat.sentence().starts_with("lower latency"), "{lat:?}");
         // Rounds missing on one side are not paired.
-        let c = compare(&base[..5], &var[2..], true);
+        let c = compare(&base[..5], &var[2..], Better::Higher);
         assert_eq!(c.pairs, 3);
         assert!(!c.significant);
         assert!(c.warnings.iter().any(|w| w.contains("at least 6")));
         // Holm over a family can take significance away.
-        let mut a = compare(&base, &var, true);
+        let mut a = compare(&base, &var, Better::Higher);
         let mut others: Vec<Comparison> = (0..7).map(|_| a.clone()).collect();
         let mut fam: Vec<&mut Comparison> = vec![&mut a];
         fam.extend(others.iter_mut());
-        Comparison::apply_holm(&mut fam, true);
+        Comparison::apply_holm(&mut fam, Better::Higher);
         assert!((a.p_holm - 8.0 * 2.0 / 256.0).abs() < 1e-12);
         assert!(!a.significant, "0.0625 after Holm over 8: {a:?}");
     }
@@ -270,7 +281,7 @@ mod tests {
         let mut covered = 0;
         for _ in 0..trials {
             let runs = sim.run(&[1.0, truth], 5);
-            let c = compare(&runs[0], &runs[1], true);
+            let c = compare(&runs[0], &runs[1], Better::Higher);
             covered += (c.ratio_ci95.0 <= truth && truth <= c.ratio_ci95.1) as usize;
         }
         let coverage = covered as f64 / trials as f64;
@@ -292,11 +303,11 @@ mod tests {
             for _workload in 0..3 {
                 let runs = sim.run(&[1.0; 4], 9);
                 for v in &runs[1..] {
-                    cells.push(compare(&runs[0], v, true));
+                    cells.push(compare(&runs[0], v, Better::Higher));
                 }
             }
             let mut fam: Vec<&mut Comparison> = cells.iter_mut().collect();
-            Comparison::apply_holm(&mut fam, true);
+            Comparison::apply_holm(&mut fam, Better::Higher);
             false_alarms += cells.iter().any(|c| c.significant) as usize;
         }
         let rate = false_alarms as f64 / trials as f64;
@@ -308,7 +319,7 @@ mod tests {
         let mut found = 0;
         for _ in 0..100 {
             let runs = sim.run(&[1.0, 1.08], 9);
-            found += compare(&runs[0], &runs[1], true).significant as usize;
+            found += compare(&runs[0], &runs[1], Better::Higher).significant as usize;
         }
         eprintln!("power for +8% at 9 rounds: {found}/100");
         assert!(found >= 80, "power {found}/100");
@@ -316,7 +327,11 @@ mod tests {
 
     #[test]
     fn warnings_for_few_rounds_and_implausible_gains() {
-        let c = compare(&[(1, 100.0), (2, 101.0)], &[(1, 300.0), (2, 301.0)], true);
+        let c = compare(
+            &[(1, 100.0), (2, 101.0)],
+            &[(1, 300.0), (2, 301.0)],
+            Better::Higher,
+        );
         assert!(c.warnings.iter().any(|w| w.contains("paired rounds")));
         assert!(c.warnings.iter().any(|w| w.contains("implausible")));
         assert!((geomean(&[1.1, 1.21]) - 1.1537).abs() < 1e-3);
