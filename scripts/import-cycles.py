@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks two promises docs/ARCHITECTURE.md makes about pgoforge's library (crates/pgoforge/src),
+"""Checks two promises docs/ARCHITECTURE.md makes about pgoforge's library (crates/pgoforge/src, or
+the crate source directory given as the argument, e.g. crates/mysqld/src),
 over the edges A -> B where file A names a path (`crate::x::y`, `super::y`) that resolves to file B:
 no file imports a file that imports it back (no cycles), and no module imports one of a higher
 layer (LAYERS below, the table in ARCHITECTURE.md). Prints every cycle and every upward import;
@@ -53,7 +54,8 @@ for m, p in files.items():
             edges[m].add(target)
 
 # ARCHITECTURE.md's layers, top (cli) to bottom (infra): a module may import its own layer's
-# modules and any below, never one above.
+# modules and any below, never one above. `server` and `infra` live in crates/mysqld (checked with
+# that crate's src as the argument); Cargo keeps them from importing pgoforge at all.
 LAYERS = {
     "cli": 6,
     "pipeline": 5,

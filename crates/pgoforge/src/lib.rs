@@ -8,11 +8,13 @@ pub mod bench;
 pub mod builder;
 pub mod events;
 pub mod gate;
-pub mod infra;
 pub mod package;
 pub mod pipeline;
 pub mod profile;
 pub mod recipe;
-pub mod server;
 pub mod source;
 pub mod toolchain;
+
+// The two bottom layers live in the mysqld crate (see its lib.rs); re-exported so that every
+// path in this crate (`crate::infra::...`, `crate::server::...`) and its users' stay as they were.
+pub use mysqld::{infra, server, usage};

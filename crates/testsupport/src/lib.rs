@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use anyhow::{bail, Context, Result};
+use mysqld::server::{template, Server, ServerSpec};
 use oltp::proto::Conn;
 use oltp::settings::ConnSettings;
-use pgoforge::server::{template, Server, ServerSpec};
 
 pub const MARIADBD: &str = "/usr/sbin/mariadbd";
 
@@ -103,7 +103,7 @@ impl TestServer {
     }
 
     pub fn log_tail(&self) -> String {
-        pgoforge::infra::fs::tail(&self.dir.path().join("i/error.log"), 15)
+        mysqld::infra::fs::tail(&self.dir.path().join("i/error.log"), 15)
     }
 
     /// Starts the server again on the same datadir, socket and port (after [`TestServer::kill`]).
@@ -176,5 +176,5 @@ impl TestServer {
 
 /// True when a process with this pid is alive.
 pub fn process_alive(pid: u32) -> bool {
-    pgoforge::infra::pid_alive(pid)
+    mysqld::infra::pid_alive(pid)
 }
