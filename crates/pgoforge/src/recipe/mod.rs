@@ -272,6 +272,33 @@ mod tests {
             .any(|a| a == "-DWITH_LIBFMT=system"));
     }
 
+    /// The MySQL 9.7 build's time cuts (docs/bench/mysql-build.md), each with what it needs
+    /// installed: Ninja, -g1, Debian's ICU and protobuf instead of the bundled ones.
+    #[test]
+    fn the_mysql_recipe_builds_with_ninja_minimal_debug_info_and_debians_icu_and_protobuf() {
+        let r = Recipe::embedded("mysql-9.7").unwrap();
+        assert_eq!(r.build.generator, "Ninja");
+        for arg in [
+            "-DMINIMAL_RELWITHDEBINFO=ON",
+            "-DWITH_ICU=system",
+            "-DWITH_PROTOBUF=system",
+        ] {
+            assert!(r.build.cmake_args.iter().any(|a| a == arg), "{arg}");
+        }
+        for pkg in [
+            "ninja-build",
+            "libicu-dev",
+            "libprotobuf-dev",
+            "libprotoc-dev",
+            "protobuf-compiler",
+        ] {
+            assert!(r.apt_packages.iter().any(|p| p == pkg), "{pkg}");
+        }
+        // MariaDB's build is unchanged by them (its build keys stay valid).
+        let m = Recipe::embedded(DEFAULT).unwrap();
+        assert_eq!(m.build.generator, "Unix Makefiles");
+    }
+
     #[test]
     fn user_recipes_extend_and_reject_unknown_fields_by_name() {
         let r = Recipe::parse_user(
