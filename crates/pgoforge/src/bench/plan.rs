@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::order::OrderScheme;
 use super::spec::BenchSpec;
 use crate::server::ServerConfig;
 
@@ -39,47 +40,6 @@ pub struct BenchPlan {
     /// Contenders compared for reference only (not built by the run, never the winner).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reference_only: Vec<String>,
-}
-
-/// How a benchmark orders its contenders within each round; stored in plan.json as the number
-/// it always was (0, 1).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(into = "u32", try_from = "u32")]
-pub enum OrderScheme {
-    /// An independent shuffle per round (plans made before balancing).
-    #[default]
-    Shuffle,
-    /// Blocks of rotations of one random permutation ([`super::order::round_order`]); what new
-    /// plans use.
-    Balanced,
-}
-
-impl OrderScheme {
-    fn is_shuffle(&self) -> bool {
-        *self == OrderScheme::Shuffle
-    }
-}
-
-impl From<OrderScheme> for u32 {
-    fn from(s: OrderScheme) -> u32 {
-        match s {
-            OrderScheme::Shuffle => 0,
-            OrderScheme::Balanced => 1,
-        }
-    }
-}
-
-impl TryFrom<u32> for OrderScheme {
-    type Error = String;
-    fn try_from(n: u32) -> Result<OrderScheme, String> {
-        match n {
-            0 => Ok(OrderScheme::Shuffle),
-            1 => Ok(OrderScheme::Balanced),
-            _ => Err(format!(
-                "order_scheme {n} is unknown to this pgoforge (0: shuffle, 1: balanced)"
-            )),
-        }
-    }
 }
 
 /// A seed for a new benchmark's round orders, from the kernel's random source.
@@ -120,17 +80,6 @@ impl BenchPlan {
 mod tests {
     use super::*;
     use oltp::settings::TestName;
-
-    #[test]
-    fn order_schemes_are_stored_as_the_numbers_they_were() {
-        assert_eq!(serde_json::to_string(&OrderScheme::Shuffle).unwrap(), "0");
-        assert_eq!(serde_json::to_string(&OrderScheme::Balanced).unwrap(), "1");
-        assert_eq!(
-            serde_json::from_str::<OrderScheme>("1").unwrap(),
-            OrderScheme::Balanced
-        );
-        assert!(serde_json::from_str::<OrderScheme>("7").is_err());
-    }
 
     #[test]
     fn a_buffer_pool_sweep_compares_like_with_like() {

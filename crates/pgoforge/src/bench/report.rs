@@ -554,7 +554,8 @@ fn decide(plan: &BenchPlan, cells: &[Cell], geomeans: &[Geomean]) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::plan::{Contender, OrderScheme};
+    use crate::bench::order::OrderScheme;
+    use crate::bench::plan::Contender;
     use crate::bench::spec::BenchSpec;
     use crate::server::ServerConfig;
 

@@ -4,6 +4,8 @@
 use oltp::settings::TestName;
 use serde::{Deserialize, Serialize};
 
+use super::order::OrderScheme;
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BenchSpec {
     pub workloads: Vec<TestName>,
@@ -66,12 +68,20 @@ impl BenchSpec {
 
     /// The rounds raised, if need be, to what the exact paired test needs to show significance
     /// after Holm's correction over every comparison `contenders` make (all but the baseline, on
-    /// every workload and thread count): 6 for one comparison, 8 for 6, 9 for 9.
-    pub fn with_rounds_for(mut self, contenders: usize) -> BenchSpec {
+    /// every workload and thread count): 6 for one comparison, 8 for 6, 9 for 9 — then up to whole
+    /// blocks of `scheme` (12 for 3 contenders in a Williams design, whose blocks are 6 rounds).
+    pub fn with_rounds_for(mut self, contenders: usize, scheme: OrderScheme) -> BenchSpec {
         let comparisons = contenders.saturating_sub(1) * self.workloads.len() * self.threads.len();
-        self.rounds = self
+        let needed = self
             .rounds
             .max(crate::bench::stats::rounds_needed(comparisons) as u32);
+        // Whole blocks only: the order scheme's balance holds over complete blocks. Plans of the
+        // older schemes keep the rounds they were made with, so a resume rebuilds the same plan.
+        let block = match scheme {
+            OrderScheme::Williams => scheme.block(contenders) as u32,
+            OrderScheme::Shuffle | OrderScheme::Balanced => 1,
+        };
+        self.rounds = needed.div_ceil(block) * block;
         self
     }
 

@@ -6,7 +6,8 @@ use clap::{Args, ValueEnum};
 use pgoforge::bench::cachegrind::{self, CgPlan};
 use pgoforge::bench::export::document::cachegrind_table;
 use pgoforge::bench::export::{self, markdown, text::text};
-use pgoforge::bench::plan::{self, BenchPlan, Contender, OrderScheme};
+use pgoforge::bench::order::OrderScheme;
+use pgoforge::bench::plan::{self, BenchPlan, Contender};
 use pgoforge::bench::report;
 use pgoforge::bench::{run, run_dir};
 use pgoforge::events::{log_to, tick_to};
@@ -124,13 +125,16 @@ pub fn main(a: BenchArgs) -> Result<i32> {
             .or(resumed.map(|(s, _)| s))
             .unwrap_or_else(plan::fresh_seed),
         label: String::new(),
-        order_scheme: resumed.map_or(OrderScheme::Balanced, |(_, o)| o),
+        order_scheme: resumed.map_or(OrderScheme::Williams, |(_, o)| o),
         reference_only: Vec::new(),
     };
     plan.sweep_buffer_pool(&a.sweep_buffer_pool_mb);
     if !a.spec.rounds_given() {
         // Every contender beyond the first of each buffer pool size is compared with it.
-        plan.spec = plan.spec.clone().with_rounds_for(plan.contenders.len());
+        plan.spec = plan
+            .spec
+            .clone()
+            .with_rounds_for(plan.contenders.len(), plan.order_scheme);
     }
     run::benchmark(
         &plan,

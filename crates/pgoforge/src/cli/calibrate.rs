@@ -11,7 +11,8 @@ use clap::Args;
 use pgoforge::bench::calibrate::{self, AaCell, Calibration, A, A_AGAIN};
 use pgoforge::bench::export::document::calibration_table;
 use pgoforge::bench::export::{self, markdown};
-use pgoforge::bench::plan::{self, BenchPlan, Contender, OrderScheme};
+use pgoforge::bench::order::OrderScheme;
+use pgoforge::bench::plan::{self, BenchPlan, Contender};
 use pgoforge::bench::report;
 use pgoforge::bench::run;
 use pgoforge::events::{log_to, tick_to};
@@ -89,7 +90,7 @@ pub fn main(a: CalibrateArgs) -> Result<i32> {
             .or(earlier.map(|(seed, _)| seed))
             .unwrap_or_else(plan::fresh_seed),
         label: "calibration: A/A".into(),
-        order_scheme: OrderScheme::Balanced,
+        order_scheme: OrderScheme::Williams,
         reference_only: Vec::new(),
     };
     let reporter = super::reporter(a.json);

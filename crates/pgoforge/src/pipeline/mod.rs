@@ -22,7 +22,8 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::bench::cachegrind::CgPlan;
-use crate::bench::plan::{BenchPlan, Contender, OrderScheme};
+use crate::bench::order::OrderScheme;
+use crate::bench::plan::{BenchPlan, Contender};
 use crate::bench::report::Report;
 use crate::builder::{BuildOutput, ProfileInput, Variant};
 use crate::events::Reporter;
@@ -205,7 +206,7 @@ fn bench_stage(plan: &RunPlan, src: &Source, contenders: &[RunContender], seed: 
             config: req.server.clone(),
             pin: true,
             seed,
-            order_scheme: OrderScheme::Balanced,
+            order_scheme: OrderScheme::Williams,
             reference_only: req.outside.iter().map(|c| c.name.clone()).collect(),
             // The binaries' identities: a rebuilt binary at the same path is a new benchmark.
             label: format!(

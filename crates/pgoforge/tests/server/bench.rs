@@ -7,7 +7,8 @@ use std::fs;
 use std::path::PathBuf;
 
 use oltp::settings::TestName;
-use pgoforge::bench::plan::{BenchPlan, Contender, OrderScheme};
+use pgoforge::bench::order::OrderScheme;
+use pgoforge::bench::plan::{BenchPlan, Contender};
 use pgoforge::bench::report;
 use pgoforge::bench::run;
 use pgoforge::bench::run_dir::read_records;
@@ -339,7 +340,8 @@ fn a_resumed_cli_benchmark_keeps_its_seed_and_design() {
         serde_json::from_str(&std::fs::read_to_string(p.join("plan.json")).unwrap()).unwrap()
     };
     let seed = plan(&run)["seed"].clone();
-    assert_eq!(plan(&run)["order_scheme"], 1);
+    // New plans order their rounds by a Williams design.
+    assert_eq!(plan(&run)["order_scheme"], 2);
     // Resuming without --seed continues the same benchmark (a fresh seed would be "a different
     // plan").
     let again: Vec<String> = args(true);

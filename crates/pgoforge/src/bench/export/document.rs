@@ -2,6 +2,7 @@
 
 use super::pct;
 use crate::bench::cachegrind::CgRecord;
+use crate::bench::order::OrderScheme;
 use crate::bench::report::Report;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -247,10 +248,15 @@ pub fn document(r: &Report) -> Vec<Block> {
         ));
     }
     if !r.orders.is_empty() {
-        let scheme = if r.plan.order_scheme == crate::bench::plan::OrderScheme::Shuffle {
-            "a fresh shuffle each round"
-        } else {
-            "balanced: each contender in each position equally often per block of rounds"
+        let scheme = match r.plan.order_scheme {
+            OrderScheme::Shuffle => "a fresh shuffle each round",
+            OrderScheme::Balanced => {
+                "balanced: each contender in each position equally often per block of rounds"
+            }
+            OrderScheme::Williams => {
+                "a Williams design: per block of rounds each contender in each position, after \
+                 each other and before each other equally often"
+            }
         };
         let rounds: Vec<String> = r
             .orders

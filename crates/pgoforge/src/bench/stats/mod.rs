@@ -252,7 +252,7 @@ mod tests {
                     n,
                     r,
                     7,
-                    crate::bench::plan::OrderScheme::Balanced,
+                    crate::bench::order::OrderScheme::Balanced,
                 );
                 for (pos, &c) in order.iter().enumerate() {
                     let mut noise = (0.025 * self.gauss()).exp();

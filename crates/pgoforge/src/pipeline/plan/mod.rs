@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::bench::order::OrderScheme;
 use crate::bench::spec::BenchSpec;
 use crate::builder::Variant;
 use crate::gate::GateMode;
@@ -231,7 +232,7 @@ impl RunPlan {
             req.bench = req
                 .bench
                 .clone()
-                .with_rounds_for(contenders.len() + req.outside.len());
+                .with_rounds_for(contenders.len() + req.outside.len(), OrderScheme::Williams);
         }
         stages.push(StageId::Gate);
         if req.gate != GateMode::Quick {
@@ -359,8 +360,21 @@ mod tests {
         assert_eq!(names(&p), ["baseline", "pgo+lto", "pgo+lto+bolt"]);
         assert_eq!(p.request.bench.rounds, BenchSpec::quick().rounds);
         // Unless --rounds is given, the rounds follow the comparisons: 2 contenders against the
-        // baseline on 2 workloads is 4 comparisons, which the exact test needs 8 rounds for.
+        // baseline on 2 workloads is 4 comparisons, which the exact test needs 8 rounds for; the
+        // 3 contenders' Williams design has blocks of 6 rounds, so 12 complete two.
         let mut r = request(&["pgo+lto+bolt"]);
+        r.auto_rounds = true;
+        assert_eq!(
+            RunPlan::resolve(r, &with_bolt())
+                .unwrap()
+                .request
+                .bench
+                .rounds,
+            12
+        );
+        // 2 contenders (one variant) on 2 workloads: 2 comparisons need 7 rounds; blocks of 2
+        // make it 8.
+        let mut r = request(&["pgo"]);
         r.auto_rounds = true;
         assert_eq!(
             RunPlan::resolve(r, &with_bolt())
