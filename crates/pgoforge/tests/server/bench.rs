@@ -349,7 +349,7 @@ fn a_resumed_cli_benchmark_keeps_its_seed_and_design() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(plan(&run)["seed"], seed);
     let md = std::fs::read_to_string(run.join("report.md")).unwrap();
-    assert!(md.contains(&format!("(seed {seed}, balanced")), "{md}");
+    assert!(md.contains(&format!("(seed {seed}, a Williams design")), "{md}");
 }
 
 /// A benchmark on a busy machine (one spinning process per CPU) waits, then refuses with the
