@@ -190,7 +190,7 @@ fn run_and_package_usage_errors() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("unknown variant 'bogus'"), "{}", r.stderr);
     let r = common::pgoforge(&["run", "--variants", "pgo-gen", "--work-dir", w]);
-    assert_eq!(r.code, 1);
+    assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("used for training"), "{}", r.stderr);
     let r = common::pgoforge(&[
         "run",
@@ -201,7 +201,7 @@ fn run_and_package_usage_errors() {
         "--work-dir",
         w,
     ]);
-    assert_eq!(r.code, 1);
+    assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
         r.stderr.contains("/nonexistent/mariadb-src"),
         "{}",
@@ -222,12 +222,14 @@ fn a_second_pgoforge_on_the_same_work_dir_is_refused_and_told_who_has_it() {
     for args in [
         vec!["package", "pgo", "--work-dir", w],
         vec!["build", "--plan", "--work-dir", w],
+        // Real servers: inputs are checked before the lock is taken, so bad ones would be
+        // refused first.
         vec![
             "gate",
             "--baseline",
-            "/x",
+            "/usr/sbin/mariadbd",
             "--candidate",
-            "a=/y",
+            "a=/usr/sbin/mariadbd",
             "--work-dir",
             w,
         ],
