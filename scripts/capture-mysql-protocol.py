@@ -12,7 +12,7 @@ announces, so the real server answers the client's reply with a real auth-switch
      "connections": [{"name": ..., "lines": [what the session printed],
                       "packets": [{"from": "server"|"client", "seq": N, "hex": ...}, ...]}]}
 
-crates/oltp/tests/mysql_captures.rs replays the server's side to the same session. The account and
+crates/oltp/tests/fast/mysql_captures.rs replays the server's side to the same session. The account and
 the server's key pair belong to a throwaway datadir made for the capture.
 """
 import argparse, json, socket, subprocess, threading

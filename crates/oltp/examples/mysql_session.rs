@@ -3,7 +3,7 @@
 //! prepared statements with integer and string parameters, a server error. Prints what it got.
 //!
 //! scripts/capture-mysql-protocol.py records the bytes of this session between the driver and a
-//! real mysqld; crates/oltp/tests/mysql_captures.rs replays the server's side of the recording to
+//! real mysqld; crates/oltp/tests/fast/mysql_captures.rs replays the server's side of the recording to
 //! the same session (this file, included there) and checks the driver reads it as it did live.
 //!
 //!     cargo run -p oltp --example mysql_session -- 127.0.0.1 PORT USER PASSWORD

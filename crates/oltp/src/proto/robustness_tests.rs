@@ -1,6 +1,6 @@
 //! Random bytes into every parser of server data: each must return a value or an error, never
 //! panic, never loop. Seeded, so a failure replays; the misbehaving-server tests
-//! (tests/hostile_server.rs) cover the same parsers through a socket, with real replies.
+//! (tests/fast/hostile_server.rs) cover the same parsers through a socket, with real replies.
 
 use super::auth;
 use super::error::ServerError;

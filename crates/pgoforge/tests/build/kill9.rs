@@ -38,7 +38,7 @@ fn start(work: &Path, profile: &Path) -> Child {
             "--table-size=100",
             "--buffer-pool-mb=64",
             "--allow-busy",
-            // The MTR step is left to tests/pipeline.rs: it would add a minute to every rerun.
+            // The MTR step is left to tests/build/pipeline.rs: it would add a minute to every rerun.
             "--gate=quick",
         ])
         .arg("--work-dir")

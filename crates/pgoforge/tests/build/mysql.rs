@@ -2,7 +2,7 @@
 //! mysqld build takes an hour here). Runs when PGOFORGE_TEST_MYSQLD names a mysqld binary, e.g. a
 //! baseline built by `pgoforge build --recipe mysql-9.7`; says loudly that it did not run otherwise.
 //! The protocol paths themselves are tested in CI against bytes recorded from such a server
-//! (crates/oltp/tests/mysql_captures.rs).
+//! (crates/oltp/tests/fast/mysql_captures.rs).
 
 use crate::common;
 
