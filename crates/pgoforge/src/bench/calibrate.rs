@@ -59,6 +59,10 @@ pub struct Calibration {
     pub warmup_seconds: u64,
     pub wall_seconds_per_run: f64,
     pub floors: Vec<Floor>,
+    /// The fingerprint of the host it was measured on ([`super::environment::Host`]): a floor is
+    /// the host's, and is applied on no other (absent in calibrations made before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// One cell of an A/A benchmark: the two contenders' (round, TPS).
@@ -113,7 +117,13 @@ impl Calibration {
             warmup_seconds,
             wall_seconds_per_run,
             floors,
+            host: Some(super::environment::Host::probe().fingerprint),
         }
+    }
+
+    /// Whether this floor was measured on the host `fingerprint` names.
+    pub fn measured_on(&self, fingerprint: &str) -> bool {
+        self.host.as_deref() == Some(fingerprint)
     }
 
     pub fn floor(&self, workload: &str, threads: u32) -> Option<&Floor> {

@@ -60,9 +60,25 @@ pub fn benchmark(
     let floor = super::calibrate::path(work_dir);
     let copy = super::calibrate::copy_in_run_dir(dir);
     if floor.is_file() && !copy.exists() && done.is_empty() {
-        // The floor in force when this benchmark ran judges its report, not a later one.
-        fs::copy(&floor, &copy)
-            .with_context(|| format!("copying {} into {}", floor.display(), dir.display()))?;
+        // The floor in force when this benchmark ran judges its report, not a later one — and
+        // only when it was measured on this host: noise is the host's.
+        let here = super::environment::Host::probe().fingerprint;
+        match super::calibrate::read(&floor)? {
+            Some(cal) if cal.measured_on(&here) => {
+                fs::copy(&floor, &copy).with_context(|| {
+                    format!("copying {} into {}", floor.display(), dir.display())
+                })?;
+            }
+            Some(cal) => log(&format!(
+                "the noise floor in {} was measured on {} (this host is {here}): not applied; \
+                 `pgoforge calibrate` measures this host's",
+                floor.display(),
+                cal.host
+                    .as_deref()
+                    .unwrap_or("a host pgoforge did not fingerprint yet")
+            )),
+            None => {}
+        }
     }
     let per_round = plan.contenders.len() as u64
         * plan.spec.workloads.len() as u64

@@ -349,7 +349,10 @@ fn a_resumed_cli_benchmark_keeps_its_seed_and_design() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(plan(&run)["seed"], seed);
     let md = std::fs::read_to_string(run.join("report.md")).unwrap();
-    assert!(md.contains(&format!("(seed {seed}, a Williams design")), "{md}");
+    assert!(
+        md.contains(&format!("(seed {seed}, a Williams design")),
+        "{md}"
+    );
 }
 
 /// A benchmark on a busy machine (one spinning process per CPU) waits, then refuses with the
@@ -487,4 +490,29 @@ fn calibration_measures_a_floor_and_adaptive_rounds_stop_on_width() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stderr.contains("every interval within ±"), "{}", r.stderr);
     assert_eq!(read_records(&loose).unwrap().len(), 4);
+
+    // A floor measured on another host (here: the same file with another fingerprint) is not
+    // applied: the run says so and keeps no copy, and its report judges nothing against it.
+    assert_eq!(
+        saved.host.as_deref(),
+        Some(
+            pgoforge::bench::environment::Host::probe()
+                .fingerprint
+                .as_str()
+        )
+    );
+    let mut foreign = saved.clone();
+    foreign.host = Some("0123456789abcdef".into());
+    pgoforge::infra::fs::write_json(&t.path().join("calibration.json"), &foreign).unwrap();
+    let elsewhere = t.path().join("elsewhere");
+    let r = adaptive(&elsewhere, "1e9");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("was measured on 0123456789abcdef") && r.stderr.contains("not applied"),
+        "{}",
+        r.stderr
+    );
+    assert!(!elsewhere.join("calibration.json").exists());
+    let md = std::fs::read_to_string(elsewhere.join("report.md")).unwrap();
+    assert!(!md.contains("Noise floor of this machine"), "{md}");
 }

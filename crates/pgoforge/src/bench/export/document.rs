@@ -327,8 +327,14 @@ pub fn document(r: &Report) -> Vec<Block> {
     }
     d.push(Block::Notes(
         format!(
-            "Environment: {} ({} CPUs), kernel {}.",
-            e.cpu, e.cpus, e.kernel
+            "Environment: {} ({} CPUs), kernel {}{}.",
+            e.cpu,
+            e.cpus,
+            e.kernel,
+            e.host
+                .as_ref()
+                .map(|h| format!(", host fingerprint {}", h.fingerprint))
+                .unwrap_or_default()
         ),
         env,
     ));
