@@ -293,20 +293,52 @@ mod tests {
             }
             out
         }
+
+        /// The share of `trials` simulated runs whose 95 % interval holds the true `ratio`.
+        fn coverage(&mut self, ratio: f64, rounds: u32, trials: usize) -> f64 {
+            let mut covered = 0;
+            for _ in 0..trials {
+                let runs = self.run(&[1.0, ratio], rounds);
+                let c = compare(&runs[0], &runs[1], Better::Higher);
+                covered += (c.ratio_ci95.0 <= ratio && ratio <= c.ratio_ci95.1) as usize;
+            }
+            covered as f64 / trials as f64
+        }
+
+        /// The share of `trials` simulated A/A runs — `variants` copies of the baseline on 3
+        /// workloads, Holm over all their cells — that call any cell significant.
+        fn a_a_false_positive_rate(&mut self, variants: usize, rounds: u32, trials: usize) -> f64 {
+            let mut false_alarms = 0;
+            for _ in 0..trials {
+                let mut cells = Vec::new();
+                for _workload in 0..3 {
+                    let runs = self.run(&vec![1.0; variants + 1], rounds);
+                    for v in &runs[1..] {
+                        cells.push(compare(&runs[0], v, Better::Higher));
+                    }
+                }
+                let mut fam: Vec<&mut Comparison> = cells.iter_mut().collect();
+                Comparison::apply_holm(&mut fam, Better::Higher);
+                false_alarms += cells.iter().any(|c| c.significant) as usize;
+            }
+            false_alarms as f64 / trials as f64
+        }
+
+        /// How many of `trials` single comparisons find a true `ratio` significant.
+        fn power(&mut self, ratio: f64, rounds: u32, trials: usize) -> usize {
+            (0..trials)
+                .filter(|_| {
+                    let runs = self.run(&[1.0, ratio], rounds);
+                    compare(&runs[0], &runs[1], Better::Higher).significant
+                })
+                .count()
+        }
     }
 
     #[test]
     fn intervals_cover_the_true_ratio_at_five_rounds() {
-        let mut sim = Sim::mild(2026, 13);
-        let truth = 1.15;
         let trials = 2000;
-        let mut covered = 0;
-        for _ in 0..trials {
-            let runs = sim.run(&[1.0, truth], 5);
-            let c = compare(&runs[0], &runs[1], Better::Higher);
-            covered += (c.ratio_ci95.0 <= truth && truth <= c.ratio_ci95.1) as usize;
-        }
-        let coverage = covered as f64 / trials as f64;
+        let coverage = Sim::mild(2026, 13).coverage(1.15, 5, trials);
         eprintln!("coverage of the 95% interval at n = 5: {coverage:.3} ({trials} simulated runs)");
         assert!(coverage >= 0.93, "coverage {coverage}");
     }
@@ -317,30 +349,13 @@ mod tests {
         // (what the exact test needs for 9 comparisons), Holm over the 9.
         let mut sim = Sim::mild(99, 5);
         let trials = 400;
-        let mut false_alarms = 0;
-        for _ in 0..trials {
-            let mut cells = Vec::new();
-            for _workload in 0..3 {
-                let runs = sim.run(&[1.0; 4], 9);
-                for v in &runs[1..] {
-                    cells.push(compare(&runs[0], v, Better::Higher));
-                }
-            }
-            let mut fam: Vec<&mut Comparison> = cells.iter_mut().collect();
-            Comparison::apply_holm(&mut fam, Better::Higher);
-            false_alarms += cells.iter().any(|c| c.significant) as usize;
-        }
-        let rate = false_alarms as f64 / trials as f64;
+        let rate = sim.a_a_false_positive_rate(3, 9, trials);
         eprintln!(
             "A/A run-level false-positive rate, 9 cells, 9 rounds, Holm: {rate:.3} ({trials} runs)"
         );
         assert!(rate <= 0.05, "run-level false-positive rate {rate}");
         // And the same design finds a real +8 % in most runs (the noise above is a busy VM's).
-        let mut found = 0;
-        for _ in 0..100 {
-            let runs = sim.run(&[1.0, 1.08], 9);
-            found += compare(&runs[0], &runs[1], Better::Higher).significant as usize;
-        }
+        let found = sim.power(1.08, 9, 100);
         eprintln!("power for +8% at 9 rounds: {found}/100");
         assert!(found >= 80, "power {found}/100");
     }
@@ -350,16 +365,8 @@ mod tests {
     /// a real +8 % is found far less often at the default rounds.
     #[test]
     fn under_a_noisy_hosts_scatter_intervals_cover_and_a_a_runs_stay_quiet() {
-        let mut sim = Sim::noisy(2026, 17);
-        let truth = 1.15;
         let trials = 2000;
-        let mut covered = 0;
-        for _ in 0..trials {
-            let runs = sim.run(&[1.0, truth], 6);
-            let c = compare(&runs[0], &runs[1], Better::Higher);
-            covered += (c.ratio_ci95.0 <= truth && truth <= c.ratio_ci95.1) as usize;
-        }
-        let coverage = covered as f64 / trials as f64;
+        let coverage = Sim::noisy(2026, 17).coverage(1.15, 6, trials);
         eprintln!(
             "noisy host: coverage of the 95% interval at n = 6: {coverage:.3} ({trials} runs)"
         );
@@ -367,21 +374,8 @@ mod tests {
 
         let mut sim = Sim::noisy(99, 7);
         let trials = 600;
-        let mut false_alarms = 0;
-        for _ in 0..trials {
-            // The default run's shape: 2 variants x 3 workloads, 12 rounds (whole Williams blocks).
-            let mut cells = Vec::new();
-            for _workload in 0..3 {
-                let runs = sim.run(&[1.0; 3], 12);
-                for v in &runs[1..] {
-                    cells.push(compare(&runs[0], v, Better::Higher));
-                }
-            }
-            let mut fam: Vec<&mut Comparison> = cells.iter_mut().collect();
-            Comparison::apply_holm(&mut fam, Better::Higher);
-            false_alarms += cells.iter().any(|c| c.significant) as usize;
-        }
-        let rate = false_alarms as f64 / trials as f64;
+        // The default run's shape: 2 variants x 3 workloads, 12 rounds (whole Williams blocks).
+        let rate = sim.a_a_false_positive_rate(2, 12, trials);
         eprintln!(
             "noisy host: A/A run-level false-positive rate, 6 cells, 12 rounds, Holm: {rate:.3}"
         );
@@ -392,11 +386,7 @@ mod tests {
             rate <= 0.05 + 2.0 * se,
             "run-level false-positive rate {rate}"
         );
-        let mut found = 0;
-        for _ in 0..200 {
-            let runs = sim.run(&[1.0, 1.08], 12);
-            found += compare(&runs[0], &runs[1], Better::Higher).significant as usize;
-        }
+        let found = sim.power(1.08, 12, 200);
         eprintln!("noisy host: power for +8% at 12 rounds, one comparison: {found}/200");
         // Recorded, not a goal: the scatter makes +8 % a coin toss at these rounds.
         assert!(found < 200, "{found}");

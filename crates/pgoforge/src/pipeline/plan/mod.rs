@@ -362,28 +362,19 @@ mod tests {
         // Unless --rounds is given, the rounds follow the comparisons: 2 contenders against the
         // baseline on 2 workloads is 4 comparisons, which the exact test needs 8 rounds for; the
         // 3 contenders' Williams design has blocks of 6 rounds, so 12 complete two.
-        let mut r = request(&["pgo+lto+bolt"]);
-        r.auto_rounds = true;
-        assert_eq!(
+        let auto_rounds = |variants: &[&str]| {
+            let mut r = request(variants);
+            r.auto_rounds = true;
             RunPlan::resolve(r, &with_bolt())
                 .unwrap()
                 .request
                 .bench
-                .rounds,
-            12
-        );
+                .rounds
+        };
+        assert_eq!(auto_rounds(&["pgo+lto+bolt"]), 12);
         // 2 contenders (one variant) on 2 workloads: 2 comparisons need 7 rounds; blocks of 2
         // make it 8.
-        let mut r = request(&["pgo"]);
-        r.auto_rounds = true;
-        assert_eq!(
-            RunPlan::resolve(r, &with_bolt())
-                .unwrap()
-                .request
-                .bench
-                .rounds,
-            8
-        );
+        assert_eq!(auto_rounds(&["pgo"]), 8);
         // Separate builds: the plain one, and the bolt-ready one compared unBOLTed too.
         let mut r = request(&["pgo+lto", "pgo+lto+bolt"]);
         r.separate_bolt_builds = true;
