@@ -13,6 +13,7 @@ pub mod load;
 pub mod order;
 pub mod plan;
 pub mod report;
+pub mod report_rows;
 pub mod run;
 pub mod run_dir;
 pub mod spec;
