@@ -248,14 +248,21 @@ pub fn read_records(dir: &Path) -> Result<Vec<CgRecord>> {
     let Ok(text) = fs::read_to_string(&p) else {
         return Ok(Vec::new());
     };
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .enumerate()
-        .map(|(i, l)| {
-            serde_json::from_str(l)
-                .with_context(|| format!("{} line {}: not a cachegrind record", p.display(), i + 1))
-        })
-        .collect()
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        match serde_json::from_str(l) {
+            Ok(r) => out.push(r),
+            // A line torn by a crash mid-write, as in results.jsonl: cut before appending.
+            Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => break,
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!("{} line {}: not a cachegrind record", p.display(), i + 1)
+                })
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The options a server needs to run under valgrind: no io_uring/libaio (valgrind does not
@@ -337,6 +344,7 @@ pub fn measure(
     crate::infra::tools::require("valgrind", "--measure cachegrind")?;
     open_measurement(plan, dir, resume)?;
     let mut done = read_records(dir)?;
+    super::run_dir::drop_torn_tail(&records_path(dir))?;
     let mut out = OpenOptions::new()
         .create(true)
         .append(true)
@@ -380,6 +388,22 @@ pub fn measure(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_torn_last_record_is_skipped_and_cut_and_any_other_bad_line_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("pgoforge-cg-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let p = records_path(&dir);
+        fs::write(&p, "{\"contender\": \"pg").unwrap();
+        assert!(read_records(&dir).unwrap().is_empty());
+        crate::bench::run_dir::drop_torn_tail(&p).unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "");
+        // A whole line that does not parse is corruption, not a crash's tail.
+        fs::write(&p, "not a record\n").unwrap();
+        let e = format!("{:#}", read_records(&dir).unwrap_err());
+        assert!(e.contains("line 1: not a cachegrind record"), "{e}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn parses_cachegrind_totals_and_subtracts() {
