@@ -18,7 +18,9 @@ pub mod result;
 pub mod rng;
 pub mod runner;
 pub mod schema;
+pub mod script;
 pub mod settings;
+pub mod tpcc;
 pub mod workload;
 
 pub use result::RunResult;

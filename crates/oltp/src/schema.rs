@@ -26,9 +26,11 @@ pub enum SchemaError {
         #[source]
         source: DbError,
     },
+    #[error("{0}")]
+    Unsupported(String),
 }
 
-fn ctx(context: impl Into<String>) -> impl FnOnce(DbError) -> SchemaError {
+pub(crate) fn ctx(context: impl Into<String>) -> impl FnOnce(DbError) -> SchemaError {
     let context = context.into();
     move |source| SchemaError::Db { context, source }
 }
@@ -36,6 +38,7 @@ fn ctx(context: impl Into<String>) -> impl FnOnce(DbError) -> SchemaError {
 /// The tables a test works on.
 pub fn table_names(s: &Settings) -> Vec<String> {
     let n = match s.test {
+        TestName::Tpcc => return crate::tpcc::table_names(s.schema.tables),
         TestName::BulkInsert => s.threads,
         TestName::SelectRandomPoints | TestName::SelectRandomRanges => 1,
         _ => s.schema.tables,
@@ -68,13 +71,13 @@ pub fn create_table_sql(s: &Settings, n: u32) -> String {
     )
 }
 
-fn connect(s: &Settings, i: usize) -> Result<Conn, SchemaError> {
+pub(crate) fn connect(s: &Settings, i: usize) -> Result<Conn, SchemaError> {
     let opts = s.conn.for_connection(i);
     Conn::connect(&opts).map_err(ctx("connecting"))
 }
 
 /// Runs `work(conn, table)` for every table, table t on connection (t-1) % threads.
-fn per_table<F>(s: &Settings, tables: u32, work: F) -> Result<(), SchemaError>
+pub(crate) fn per_table<F>(s: &Settings, tables: u32, work: F) -> Result<(), SchemaError>
 where
     F: Fn(&mut Conn, u32) -> Result<(), SchemaError> + Sync,
 {
@@ -103,6 +106,9 @@ where
 }
 
 pub fn prepare(s: &Settings, log: Log) -> Result<(), SchemaError> {
+    if s.test == TestName::Tpcc {
+        return crate::tpcc::load::prepare(s, log);
+    }
     if s.test == TestName::BulkInsert {
         let mut conn = connect(s, 0)?;
         for i in 1..=s.threads {
@@ -183,6 +189,11 @@ fn load_rows(s: &Settings, conn: &mut Conn, t: u32, rows: u64) -> Result<(), Sch
 }
 
 pub fn prewarm(s: &Settings, log: Log) -> Result<(), SchemaError> {
+    if s.test == TestName::Tpcc {
+        return Err(SchemaError::Unsupported(
+            "sysbench-tpcc has no prewarm command; run a short `oltp run tpcc` instead".into(),
+        ));
+    }
     let tables = table_names(s).len() as u32;
     per_table(s, tables, |conn, t| {
         conn.query("SET tmp_table_size=2*1024*1024*1024")
@@ -208,6 +219,9 @@ pub fn prewarm(s: &Settings, log: Log) -> Result<(), SchemaError> {
 }
 
 pub fn cleanup(s: &Settings, log: Log) -> Result<(), SchemaError> {
+    if s.test == TestName::Tpcc {
+        return crate::tpcc::load::cleanup(s, log);
+    }
     let mut conn = connect(s, 0)?;
     for name in table_names(s) {
         log(&format!("Dropping table '{name}'..."));

@@ -9,11 +9,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::proto::{ConnectOptions, Endpoint};
 use crate::rng::RandSettings;
+pub use crate::tpcc::options::{IsolationLevel, TpccOptions};
 
 /// The socket libmariadb (Debian's sysbench) uses when the host is `localhost` and no socket is set.
 pub const DEFAULT_SOCKET: &str = "/run/mysqld/mysqld.sock";
 
-/// The eleven sysbench OLTP tests.
+/// The eleven sysbench OLTP tests, and Percona-Lab's sysbench-tpcc.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TestName {
@@ -28,10 +29,12 @@ pub enum TestName {
     SelectRandomPoints,
     SelectRandomRanges,
     BulkInsert,
+    /// sysbench-tpcc's TPC-C-like workload (`tpcc.lua`).
+    Tpcc,
 }
 
 impl TestName {
-    pub const ALL: [TestName; 11] = [
+    pub const ALL: [TestName; 12] = [
         TestName::OltpPointSelect,
         TestName::OltpReadOnly,
         TestName::OltpWriteOnly,
@@ -43,6 +46,7 @@ impl TestName {
         TestName::SelectRandomPoints,
         TestName::SelectRandomRanges,
         TestName::BulkInsert,
+        TestName::Tpcc,
     ];
 
     pub fn name(self) -> &'static str {
@@ -58,6 +62,7 @@ impl TestName {
             TestName::SelectRandomPoints => "select_random_points",
             TestName::SelectRandomRanges => "select_random_ranges",
             TestName::BulkInsert => "bulk_insert",
+            TestName::Tpcc => "tpcc",
         }
     }
 }
@@ -319,6 +324,10 @@ pub struct Settings {
     pub number_of_ranges: u32,
     pub delta: u32,
     pub conn: ConnSettings,
+    /// sysbench-tpcc's own options; left out while they have their defaults, so that settings
+    /// (and the keys hashed from them) of the OLTP tests read and hash as before they existed.
+    #[serde(default, skip_serializing_if = "TpccOptions::is_default")]
+    pub tpcc: TpccOptions,
 }
 
 impl Settings {
@@ -344,6 +353,7 @@ impl Settings {
             number_of_ranges: 10,
             delta: 5,
             conn: ConnSettings::default(),
+            tpcc: TpccOptions::default(),
         }
     }
 
@@ -380,7 +390,13 @@ impl Settings {
         if !(0.0..1.0).contains(&self.rand.pareto_h) || self.rand.pareto_h == 0.0 {
             return Err("--rand-pareto-h must be in (0, 1)".into());
         }
-        let needs_rows = !matches!(self.test, TestName::BulkInsert | TestName::OltpInsert);
+        if self.test == TestName::Tpcc {
+            self.tpcc.validate()?;
+        }
+        let needs_rows = !matches!(
+            self.test,
+            TestName::BulkInsert | TestName::OltpInsert | TestName::Tpcc
+        );
         if needs_rows && self.schema.table_size == 0 {
             return Err(format!("{} needs --table-size of at least 1", self.test));
         }

@@ -149,6 +149,8 @@ pub fn plan(s: &Settings) -> Vec<Op> {
         TestName::SelectRandomPoints => v.push(Stmt(RandomPoints)),
         TestName::SelectRandomRanges => v.push(Stmt(RandomRanges)),
         TestName::BulkInsert => v.push(Stmt(BulkRow)),
+        // A scripted workload: its statements come from `tpcc::exec`, not from a fixed plan.
+        TestName::Tpcc => {}
     }
     v
 }

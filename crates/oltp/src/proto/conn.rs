@@ -282,6 +282,16 @@ impl Conn {
         }
     }
 
+    /// Keeps the text rows of every later reply until taken (a scripted workload reads them).
+    pub fn capture_rows(&mut self, on: bool) {
+        self.parser.capture_rows(on);
+    }
+
+    /// The rows of the reply last received, when capturing.
+    pub fn take_rows(&mut self) -> Vec<TextRow> {
+        self.parser.take_captured()
+    }
+
     /// Runs a statement over the text protocol and returns its rows as text.
     pub fn query_rows(&mut self, sql: &str) -> Result<Vec<TextRow>, DbError> {
         encode_query(self.out(), sql.as_bytes())?;

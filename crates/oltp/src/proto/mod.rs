@@ -17,7 +17,7 @@ pub use command::{encode_execute, encode_prepare, encode_query, Param};
 pub use conn::{Conn, ServerInfo};
 pub use endpoint::{ConnectOptions, Endpoint};
 pub use error::{client_code, DbError, ServerError};
-pub use response::{Expect, Outcome, Prepared, Reply};
+pub use response::{Expect, Outcome, Prepared, Reply, TextRow};
 
 #[cfg(test)]
 mod robustness_tests;

@@ -97,6 +97,14 @@ impl ResponseParser {
         }
     }
 
+    /// The rows captured so far, capture staying on for the next reply.
+    pub fn take_captured(&mut self) -> Vec<TextRow> {
+        self.capture
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
     pub fn take_rows(&mut self) -> Vec<TextRow> {
         self.capture.take().unwrap_or_default()
     }

@@ -9,7 +9,8 @@ use super::counters::EventTally;
 use crate::proto::{Conn, DbError};
 use crate::result::ThreadStats;
 use crate::rng::SbRng;
-use crate::settings::PsMode;
+use crate::script::Script;
+use crate::settings::{PsMode, Settings, TestName};
 use crate::workload::{kinds, Draws, Handle, StmtKind, StmtTable, Workload};
 
 /// One connection and where it is in its current event.
@@ -36,6 +37,8 @@ pub(super) struct Slot {
     pub(super) event_loop: bool,
     /// The socket is not (yet, or after a reconnect no longer) in the epoll set.
     pub(super) needs_register: bool,
+    /// A scripted workload's event in progress (tpcc); `None` for the fixed-plan tests.
+    pub(super) script: Option<Script>,
 }
 
 pub(super) enum Status {
@@ -61,6 +64,9 @@ pub(super) fn new_hdr() -> Histogram<u64> {
 pub(super) fn open(w: &Workload, tid: u32) -> Result<(Conn, StmtTable), DbError> {
     let s = &w.settings;
     let mut conn = Conn::connect(&s.conn.for_connection(tid as usize))?;
+    if s.test == TestName::Tpcc {
+        tpcc_session(s, &mut conn)?;
+    }
     let mut stmts = StmtTable::new(kinds(&w.plan), s.schema.tables);
     let mut handles = Vec::new();
     for (_, _, sql) in stmts.statements(s) {
@@ -78,4 +84,25 @@ pub(super) fn open(w: &Workload, tid: u32) -> Result<(Conn, StmtTable), DbError>
     }
     stmts.set(handles);
     Ok((conn, stmts))
+}
+
+/// sysbench-tpcc's `db_connection_init`: the isolation level through whichever of
+/// `tx_isolation`/`transaction_isolation` the server has, foreign-key checks off, autocommit off.
+/// The connection then keeps every reply's rows: the transactions read them.
+fn tpcc_session(s: &Settings, conn: &mut Conn) -> Result<(), DbError> {
+    let var = conn
+        .query_value("SHOW VARIABLES LIKE 't%_isolation'")?
+        .ok_or_else(|| {
+            DbError::Protocol(
+                "the server has neither tx_isolation nor transaction_isolation".into(),
+            )
+        })?;
+    conn.query(&format!(
+        "SET SESSION {var}='{}'",
+        s.tpcc.trx_level.mysql_value()
+    ))?;
+    conn.query("SET FOREIGN_KEY_CHECKS=0")?;
+    conn.query("SET autocommit=0")?;
+    conn.capture_rows(true);
+    Ok(())
 }

@@ -12,11 +12,12 @@ use hdrhistogram::Histogram;
 use super::counters::{bump, Counters, EventTally};
 use super::schedule::{Claim, Shared};
 use super::slot::{new_hdr, open, Slot, Status, WorkerOut};
-use crate::proto::{encode_query, DbError, Reply};
+use crate::proto::{encode_query, DbError, Expect, Reply};
 use crate::result::ThreadStats;
 use crate::rng::SbRng;
 use crate::schema::BULK_PACKET_SIZE;
-use crate::settings::PsMode;
+use crate::script::{Flow, Script, Step, StmtReply};
+use crate::settings::{PsMode, TestName};
 use crate::workload::{push_int, Draws, Op, StmtKind};
 
 pub(super) struct Worker<'a> {
@@ -72,6 +73,17 @@ impl<'a> Worker<'a> {
                     Claim::Stop => {
                         self.finish(slot);
                         return Status::Finished;
+                    }
+                }
+            }
+            if slot.script.is_some() {
+                match self.script_step(slot) {
+                    Some(status) => return status,
+                    None => {
+                        let t = Instant::now();
+                        self.end_event(slot, t);
+                        now = Some(t);
+                        continue;
                     }
                 }
             }
@@ -135,6 +147,37 @@ impl<'a> Worker<'a> {
         }
     }
 
+    /// Runs a scripted event until it sends a statement (`Some(status)`) or completes (`None`).
+    fn script_step(&mut self, slot: &mut Slot) -> Option<Status> {
+        let w = &self.sh.w;
+        loop {
+            let script = slot.script.as_mut()?;
+            if !script.is_running() {
+                let txn = crate::tpcc::txn::draw(&w.settings, &mut slot.rng);
+                let cx = script.cx();
+                script.start(crate::tpcc::exec::run(txn, cx, w.settings.tpcc.splittable));
+            }
+            match script.step() {
+                Step::Send(sql) => {
+                    let r = encode_query(slot.conn.out(), &sql)
+                        .and_then(|_| slot.conn.send(Expect::Result));
+                    return Some(match r {
+                        Ok(()) => Status::Waiting,
+                        Err(e) => self.on_error(slot, e),
+                    });
+                }
+                Step::Finished(flow) => {
+                    slot.tally.errors += script.take_errors();
+                    match flow {
+                        Flow::Done => return None,
+                        // A new transaction, drawn afresh, within the same event.
+                        Flow::Restart => continue,
+                    }
+                }
+            }
+        }
+    }
+
     pub(super) fn on_reply(&mut self, slot: &mut Slot, reply: Reply) -> Status {
         match reply {
             Reply::Done(o) => {
@@ -144,6 +187,11 @@ impl<'a> Worker<'a> {
                     slot.tally.writes += 1;
                 } else {
                     slot.tally.others += 1;
+                }
+                if let Some(script) = slot.script.as_mut() {
+                    let rows = slot.conn.take_rows();
+                    script.deliver(StmtReply { outcome: o, rows });
+                    return self.advance(slot);
                 }
                 if slot.current == StmtKind::BulkRow {
                     // A full buffer went out; the step runs again and starts a new one.
@@ -158,6 +206,13 @@ impl<'a> Worker<'a> {
                 if self.sh.w.settings.ignore_errors.contains(e.code) {
                     // sysbench restarts the whole event with new values; its clock keeps running.
                     slot.tally.errors += 1;
+                    if let Some(script) = slot.script.as_mut() {
+                        // sysbench-tpcc's before_restart_event hook rolls back first.
+                        slot.conn.take_rows();
+                        let cx = script.cx();
+                        script.start(crate::tpcc::exec::rollback_and_restart(cx));
+                        return self.advance(slot);
+                    }
                     slot.cursor = 0;
                     return self.advance(slot);
                 }
@@ -213,6 +268,9 @@ impl<'a> Worker<'a> {
         }
         slot.tally.reconnects += 1;
         slot.cursor = 0;
+        if let Some(script) = slot.script.as_mut() {
+            script.abort();
+        }
         if slot.current == StmtKind::BulkRow {
             slot.bulk.truncate(slot.bulk_prefix_len);
             slot.bulk_rows = 0;
@@ -222,6 +280,9 @@ impl<'a> Worker<'a> {
 
     /// The libmysqlclient call and statement text sysbench would name in its FATAL line.
     pub(super) fn describe(&self, slot: &Slot) -> (&'static str, String) {
+        if let Some(script) = &slot.script {
+            return ("mysql_drv_query", script.last_sql());
+        }
         let kind = slot.current;
         match kind {
             StmtKind::BulkRow => {
@@ -317,6 +378,7 @@ pub(super) fn worker_main(
                     idle_until: None,
                     event_loop: false,
                     needs_register: false,
+                    script: (sh.w.settings.test == TestName::Tpcc).then(Script::default),
                 });
             }
             Err(e) => {

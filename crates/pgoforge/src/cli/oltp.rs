@@ -1,4 +1,5 @@
-//! `pgoforge oltp prepare|prewarm|run|cleanup TEST`, with sysbench's option names.
+//! `pgoforge oltp prepare|prewarm|run|cleanup|check TEST`, with sysbench's option names (and
+//! sysbench-tpcc's for `tpcc`).
 //!
 //! Options accept both spellings sysbench accepts (`--table-size` and `--table_size`), and booleans
 //! take `on/off/true/false/1/0` or stand alone. Output follows sysbench's layout line by line; the
@@ -12,7 +13,10 @@ use clap::{Args, ValueEnum};
 use oltp::report::{final_report, header, interval_line};
 use oltp::result::Interval;
 use oltp::rng::{RandSettings, RandType};
-use oltp::settings::{ConnSettings, IgnoreErrors, PsMode, Schema, Settings, TestName, TrxShape};
+use oltp::settings::{
+    ConnSettings, IgnoreErrors, IsolationLevel, PsMode, Schema, Settings, TestName, TpccOptions,
+    TrxShape,
+};
 use oltp::{Observer, RunError, RunResult};
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -21,6 +25,8 @@ pub enum OltpCommand {
     Prewarm,
     Run,
     Cleanup,
+    /// sysbench-tpcc's consistency checks (tpcc only).
+    Check,
 }
 
 fn parse_bool(s: &str) -> Result<bool, String> {
@@ -72,7 +78,7 @@ pub struct OltpArgs {
     command: OltpCommand,
     /// The test: oltp_point_select, oltp_read_only, oltp_write_only, oltp_read_write,
     /// oltp_update_index, oltp_update_non_index, oltp_insert, oltp_delete, select_random_points,
-    /// select_random_ranges, bulk_insert.
+    /// select_random_ranges, bulk_insert; or tpcc (sysbench-tpcc's TPC-C-like workload).
     test: TestName,
 
     /// Number of tables.
@@ -239,6 +245,28 @@ pub struct OltpArgs {
     #[arg(long = "mysql-read-timeout", value_name = "SECONDS", default_value_t = defaults().conn.read_timeout_ms as f64 / 1000.0, value_parser = timeout_secs)]
     mysql_read_timeout: f64,
 
+    /// tpcc: warehouses per table copy (sysbench-tpcc's default, 100, is about 10 GB per copy).
+    #[arg(long, default_value_t = defaults().tpcc.scale)]
+    scale: u32,
+    /// tpcc: add the foreign keys (1/0).
+    #[arg(long = "use_fk", alias = "use-fk", default_value_t = defaults().tpcc.use_fk, value_parser = parse_bool)]
+    use_fk: bool,
+    /// tpcc: an auto-increment primary key on the history table (1/0).
+    #[arg(long = "force_pk", alias = "force-pk", default_value_t = defaults().tpcc.force_pk, value_parser = parse_bool)]
+    force_pk: bool,
+    /// tpcc: isolation level, RR, RC or SER.
+    #[arg(long = "trx_level", alias = "trx-level", default_value_t = defaults().tpcc.trx_level)]
+    trx_level: IsolationLevel,
+    /// tpcc: add the purge transaction to the mix (yes/no).
+    #[arg(long = "enable_purge", alias = "enable-purge", default_value_t = defaults().tpcc.enable_purge, value_parser = parse_bool)]
+    enable_purge: bool,
+    /// tpcc: extra table options, e.g. 'COLLATE latin1_bin'.
+    #[arg(long = "mysql_table_options", alias = "mysql-table-options", default_value_t = defaults().tpcc.table_options)]
+    mysql_table_options: String,
+    /// tpcc: START TRANSACTION READ WRITE/READ ONLY instead of BEGIN, for splitting proxies (yes/no).
+    #[arg(long, default_value_t = defaults().tpcc.splittable, value_parser = parse_bool)]
+    splittable: bool,
+
     /// Write the typed result (every counter, intervals, settings, server) as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -312,6 +340,15 @@ impl OltpArgs {
                 connect_timeout_ms: (self.mysql_connect_timeout * 1000.0).round() as u64,
                 read_timeout_ms: (self.mysql_read_timeout * 1000.0).round() as u64,
             },
+            tpcc: TpccOptions {
+                scale: self.scale,
+                use_fk: self.use_fk,
+                force_pk: self.force_pk,
+                trx_level: self.trx_level,
+                enable_purge: self.enable_purge,
+                table_options: self.mysql_table_options.clone(),
+                splittable: self.splittable,
+            },
         }
     }
 }
@@ -355,6 +392,24 @@ pub fn main(args: OltpArgs) -> Result<i32> {
         OltpCommand::Cleanup => {
             println!("{}", banner());
             oltp::schema::cleanup(&s, &log).with_context(|| format!("cleaning up {}", s.test))?;
+        }
+        OltpCommand::Check => {
+            if s.test != TestName::Tpcc {
+                super::usage_error(format!(
+                    "`check` is sysbench-tpcc's command: `oltp check tpcc`, not `oltp check {}`",
+                    s.test
+                ));
+            }
+            println!("{}", banner());
+            let outcomes = oltp::tpcc::check::check(&s, &log).context("checking tpcc")?;
+            let failed = outcomes.iter().filter(|o| !o.passed).count();
+            if failed > 0 {
+                eprintln!(
+                    "error: {failed} of {} consistency checks failed (see the FAILED lines)",
+                    outcomes.len()
+                );
+                return Ok(1);
+            }
         }
         OltpCommand::Run => return run(&s, args.json.as_ref()),
     }

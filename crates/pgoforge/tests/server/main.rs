@@ -10,3 +10,4 @@ mod bench;
 mod cli_oltp;
 mod interop;
 mod server;
+mod tpcc;
