@@ -6,6 +6,9 @@ then runs sysbench and pgoforge alternately (A/B/A/B) for each workload and thre
 pinned to the other CPUs. For each run it records TPS and the client's CPU time (user + system,
 from wait4's rusage), and prints a Markdown report with the ratios.
 
+With `--tests tpcc` the sysbench side is the reference sysbench-tpcc script (tpcc.lua, run from
+--tpcc-scripts) and the tables are prepared once by pgoforge at --tpcc-scale warehouses.
+
 Usage: scripts/bench-driver.py [--time 10] [--rounds 2] [--pgoforge target/release/pgoforge]
        scripts/bench-driver.py --serve     # start the server, print how to connect, wait
 """
@@ -91,11 +94,11 @@ class Server:
                 f"--mysql-password={self.password}", "--mysql-db=sbtest"]
 
 
-def measure(cmd, cpus):
+def measure(cmd, cpus, cwd=None):
     """Runs cmd, returns (stdout, user CPU seconds, system CPU seconds)."""
     if cpus:
         cmd = ["taskset", "-c", cpus] + cmd
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=cwd)
     out = p.stdout.read().decode(errors="replace")
     _, status, ru = os.wait4(p.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
@@ -117,6 +120,9 @@ def main():
     ap.add_argument("--tests", default="oltp_point_select,oltp_read_only")
     ap.add_argument("--threads", default="1,4")
     ap.add_argument("--serve", action="store_true")
+    ap.add_argument("--tpcc-scripts", default=os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "../../shared/reference/sysbench-tpcc"))
+    ap.add_argument("--tpcc-scale", type=int, default=1)
     a = ap.parse_args()
 
     server_cpus, client_cpus = cpu_sets()
@@ -127,23 +133,34 @@ def main():
             print("server up:", " ".join(srv.args()), flush=True)
             signal.sigwait([signal.SIGINT, signal.SIGTERM])
             return
-        common = [f"--table-size={a.table_size}", "--tables=1"] + srv.args()
-        subprocess.run([a.pgoforge, "oltp", "prepare", "oltp_read_only"] + common, check=True,
-                       stdout=subprocess.DEVNULL)
+        tests = a.tests.split(",")
+        oltp_common = [f"--table-size={a.table_size}", "--tables=1"] + srv.args()
+        tpcc_common = [f"--scale={a.tpcc_scale}", "--tables=1"] + srv.args()
+        if any(t != "tpcc" for t in tests):
+            subprocess.run([a.pgoforge, "oltp", "prepare", "oltp_read_only"] + oltp_common,
+                           check=True, stdout=subprocess.DEVNULL)
+        if "tpcc" in tests:
+            subprocess.run([a.pgoforge, "oltp", "prepare", "tpcc", "--threads=2"] + tpcc_common,
+                           check=True, stdout=subprocess.DEVNULL)
         rows = []
-        for test in a.tests.split(","):
+        for test in tests:
+            tpcc = test == "tpcc"
+            common = tpcc_common if tpcc else oltp_common
             for threads in [int(t) for t in a.threads.split(",")]:
-                run_args = common + [f"--threads={threads}", f"--time={a.time}", "--rand-type=uniform"]
+                run_args = common + [f"--threads={threads}", f"--time={a.time}"]
+                if not tpcc:
+                    run_args.append("--rand-type=uniform")
                 clients = {
-                    "sysbench": ["sysbench", test] + run_args + ["run"],
+                    "sysbench": ["sysbench", "tpcc.lua" if tpcc else test] + run_args + ["run"],
                     "pgoforge": [a.pgoforge, "oltp", "run", test] + run_args,
                 }
+                cwd = {"sysbench": a.tpcc_scripts if tpcc else None, "pgoforge": None}
                 # Warm the buffer pool once so the first measured run is not penalised.
                 warm = [a.pgoforge, "oltp", "run", test] + common + [f"--threads={threads}", "--time=3"]
                 measure(warm, client_cpus)
                 for rnd in range(a.rounds):
                     for name in ("sysbench", "pgoforge"):
-                        out, user, sys_ = measure(clients[name], client_cpus)
+                        out, user, sys_ = measure(clients[name], client_cpus, cwd[name])
                         tx, tps = parse(out)
                         cpu = user + sys_
                         rows.append(dict(test=test, threads=threads, round=rnd + 1, client=name,
@@ -158,8 +175,8 @@ def main():
 def report(rows, a, server_cpus, client_cpus):
     print()
     print(f"Server CPUs: {server_cpus}; client CPUs: {client_cpus}; {a.time} s per run; "
-          f"{a.rounds} rounds in A/B order (sysbench, pgoforge); table size {a.table_size}; "
-          f"uniform ids; unix socket.")
+          f"{a.rounds} rounds in A/B order (sysbench, pgoforge); OLTP table size {a.table_size}, "
+          f"uniform ids; tpcc scale {a.tpcc_scale}, 1 table copy; unix socket.")
     print()
     print("| test | threads | round | sysbench TPS | pgoforge TPS | TPS ratio | sysbench CPU µs/txn "
           "(user+sys) | pgoforge CPU µs/txn (user+sys) | CPU ratio |")

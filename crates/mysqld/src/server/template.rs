@@ -1,5 +1,6 @@
-//! Dataset templates: prepare the OLTP tables once, stop, keep the datadir; every later run starts
-//! from a fresh copy, so each round begins with identical data without preparing again.
+//! Dataset templates: prepare the OLTP tables (and sysbench-tpcc's, when asked) once, stop, keep
+//! the datadir; every later run starts from a fresh copy, so each round begins with identical data
+//! without preparing again.
 //!
 //! A template is keyed by the server version and everything that shapes the data (test, tables,
 //! rows, schema options, seed). It is built under a temporary name and renamed when complete.
@@ -22,6 +23,31 @@ struct Key<'a> {
     threads_for_bulk: u32,
     seed: u64,
     rand: &'a oltp::rng::RandSettings,
+    /// sysbench-tpcc's options, for a tpcc dataset only (other keys hash as before it existed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tpcc: Option<&'a oltp::settings::TpccOptions>,
+    /// The further datasets loaded into the same template (tpcc beside the OLTP tables).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    also: Vec<Key<'a>>,
+}
+
+impl<'a> Key<'a> {
+    fn of(version: &'a str, dataset: &'a Settings) -> Key<'a> {
+        Key {
+            version,
+            test: dataset.test.name(),
+            schema: &dataset.schema,
+            threads_for_bulk: if dataset.test == oltp::TestName::BulkInsert {
+                dataset.threads
+            } else {
+                0
+            },
+            seed: dataset.rand.seed,
+            rand: &dataset.rand,
+            tpcc: (dataset.test == oltp::TestName::Tpcc).then_some(&dataset.tpcc),
+            also: Vec::new(),
+        }
+    }
 }
 
 /// The OLTP tables a template holds: sysbench's read_write schema, `tables` × `table_size` rows,
@@ -37,33 +63,50 @@ pub fn oltp_dataset(tables: u32, table_size: u64) -> Settings {
     s
 }
 
-/// The template directory for `dataset` on the server of `spec`, created if missing.
-pub fn ensure(work_dir: &Path, spec: &ServerSpec, dataset: &Settings) -> Result<PathBuf> {
-    ensure_made(work_dir, spec, dataset).map(|(dir, _)| dir)
+/// The warehouses of the tpcc dataset benchmarks and training mixes use: one warehouse (about
+/// 100 MB, prepared in well under a minute) keeps a 2-core machine CPU-bound; with 10 districts,
+/// high client counts test lock contention.
+pub const TPCC_SCALE: u32 = 1;
+
+/// sysbench-tpcc's tables at `scale` warehouses, one table copy, foreign keys as the script's
+/// default, seed 1: what a template adds beside the OLTP tables when a tpcc workload runs on it.
+pub fn tpcc_dataset(scale: u32) -> Settings {
+    let mut s = Settings::new(oltp::TestName::Tpcc);
+    s.schema.tables = 1;
+    s.tpcc.scale = scale;
+    s.rand.seed = 1;
+    s.threads = 2;
+    s
+}
+
+/// The template directory holding `datasets` (the first one names it) on the server of `spec`,
+/// created if missing.
+pub fn ensure(work_dir: &Path, spec: &ServerSpec, datasets: &[Settings]) -> Result<PathBuf> {
+    ensure_made(work_dir, spec, datasets).map(|(dir, _)| dir)
 }
 
 /// [`ensure`], also saying whether the template was made now (false: found made).
 pub fn ensure_made(
     work_dir: &Path,
     spec: &ServerSpec,
-    dataset: &Settings,
+    datasets: &[Settings],
 ) -> Result<(PathBuf, bool)> {
     let flavor = super::Flavor::detect(&spec.binary)?;
-    let key = Key {
-        version: &flavor.version,
-        test: dataset.test.name(),
-        schema: &dataset.schema,
-        threads_for_bulk: if dataset.test == oltp::TestName::BulkInsert {
-            dataset.threads
-        } else {
-            0
-        },
-        seed: dataset.rand.seed,
-        rand: &dataset.rand,
-    };
+    let (dataset, also) = datasets
+        .split_first()
+        .context("a dataset template needs at least one dataset")?;
+    let mut key = Key::of(&flavor.version, dataset);
+    key.also = also.iter().map(|d| Key::of(&flavor.version, d)).collect();
     let hash = crate::infra::fs::hex(&Sha256::digest(serde_json::to_vec(&key)?))[..16].to_string();
+    let extra: String = also
+        .iter()
+        .map(|d| match d.test {
+            oltp::TestName::Tpcc => format!("+tpcc{}w", d.tpcc.scale),
+            t => format!("+{t}"),
+        })
+        .collect();
     let dir = work_dir.join("datasets").join(format!(
-        "{}-{}t-{}r-{hash}",
+        "{}-{}t-{}r{extra}-{hash}",
         dataset.test, dataset.schema.tables, dataset.schema.table_size
     ));
     if dir.join("data/mysql").is_dir() && dir.join("state.json").is_file() {
@@ -73,9 +116,12 @@ pub fn ensure_made(
     let _ = fs::remove_dir_all(&building);
     let made = (|| -> Result<()> {
         let mut srv = Server::create(spec, &building)?;
-        let mut s = dataset.clone();
-        s.conn = srv.state.conn_settings();
-        oltp::schema::prepare(&s, &|_| {}).context("preparing the dataset template")?;
+        for d in datasets {
+            let mut s = d.clone();
+            s.conn = srv.state.conn_settings();
+            oltp::schema::prepare(&s, &|_| {})
+                .with_context(|| format!("preparing the dataset template ({})", d.test))?;
+        }
         srv.stop()?;
         Ok(())
     })();

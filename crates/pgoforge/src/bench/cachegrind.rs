@@ -71,14 +71,12 @@ fn measure_one(
     plan: &CgPlan,
     c: &Contender,
     w: TestName,
-    data: &Settings,
     tpl: &Path,
     spec: &ServerSpec,
     dir: &Path,
     log: &dyn Fn(&str),
 ) -> Result<CgRecord> {
-    let mut s = data.clone();
-    s.test = w;
+    let mut s = super::spec::run_settings(w, plan.tables, plan.table_size);
     s.threads = 1;
     s.time_s = 0;
     s.rand.seed = 7;
@@ -130,6 +128,8 @@ fn measure_one(
 pub fn auto_events(w: TestName) -> u64 {
     match w {
         TestName::OltpPointSelect | TestName::SelectRandomPoints => 10_000,
+        // About 30 statements a transaction, several times read_write's work each.
+        TestName::Tpcc => 300,
         _ => 1_000,
     }
 }
@@ -349,7 +349,7 @@ pub fn measure(
         .create(true)
         .append(true)
         .open(records_path(dir))?;
-    let data = template::oltp_dataset(plan.tables, plan.table_size);
+    let data = super::spec::datasets(&plan.workloads, plan.tables, plan.table_size);
     let base = ServerSpec {
         config: plan.config.clone(),
         // Under valgrind a server starts and stops many times slower.
@@ -376,7 +376,7 @@ pub fn measure(
             {
                 continue;
             }
-            let rec = measure_one(plan, c, w, &data, &tpl, &spec, dir, log)?;
+            let rec = measure_one(plan, c, w, &tpl, &spec, dir, log)?;
             writeln!(out, "{}", serde_json::to_string(&rec)?)?;
             out.sync_data()?;
             done.push(rec);

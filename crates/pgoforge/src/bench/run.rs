@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use oltp::settings::{Settings, TestName};
+use oltp::settings::TestName;
 use oltp::RunResult;
 
 use super::load::{wait_until_quiet, Guard, Load, Meter};
@@ -21,11 +21,6 @@ use super::plan::{BenchPlan, Contender};
 use super::run_dir::{by_round, drop_torn_tail, open_run_dir, read_records, results_path, Record};
 use crate::infra::exit::Refuse;
 use crate::server::{cpu, template, ServerSpec};
-
-/// The benchmark's dataset (the template's shape; each run then sets its test and threads).
-fn dataset(plan: &BenchPlan) -> Settings {
-    template::oltp_dataset(plan.spec.tables, plan.spec.table_size)
-}
 
 /// Runs the plan into `dir` (created if needed); with `resume`, continues a run already there.
 pub fn benchmark_quietly(
@@ -97,7 +92,7 @@ pub fn benchmark(
         ..ServerSpec::new(&plan.contenders[0].binary)
     };
     log("preparing the dataset template");
-    let tpl = template::ensure(work_dir, &base_spec, &dataset(plan))?;
+    let tpl = template::ensure(work_dir, &base_spec, &plan.spec.datasets())?;
     let mut out = OpenOptions::new()
         .create(true)
         .append(true)
@@ -253,8 +248,7 @@ fn measure(
     t: u32,
     client_cpus: &[usize],
 ) -> Result<(RunResult, Option<Load>)> {
-    let mut s = dataset(plan);
-    s.test = w;
+    let mut s = plan.spec.run_settings(w);
     s.conn = srv.state.conn_settings();
     s.threads = t;
     s.client_cpus = client_cpus.to_vec();

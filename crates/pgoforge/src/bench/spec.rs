@@ -1,10 +1,31 @@
 //! What a benchmark measures — workloads, client threads, rounds, durations, dataset — defined
 //! once and shared by `pgoforge bench`, `pgoforge run` and the cachegrind measurement.
 
-use oltp::settings::TestName;
+use oltp::settings::{Settings, TestName};
 use serde::{Deserialize, Serialize};
 
 use super::order::OrderScheme;
+use crate::server::template;
+
+/// What a template for `workloads` holds: the OLTP tables, and sysbench-tpcc's when a workload is
+/// tpcc.
+pub fn datasets(workloads: &[TestName], tables: u32, table_size: u64) -> Vec<Settings> {
+    let mut v = vec![template::oltp_dataset(tables, table_size)];
+    if workloads.contains(&TestName::Tpcc) {
+        v.push(template::tpcc_dataset(template::TPCC_SCALE));
+    }
+    v
+}
+
+/// The settings a run of `w` starts from on such a template (its threads and time still to set).
+pub fn run_settings(w: TestName, tables: u32, table_size: u64) -> Settings {
+    if w == TestName::Tpcc {
+        return template::tpcc_dataset(template::TPCC_SCALE);
+    }
+    let mut s = template::oltp_dataset(tables, table_size);
+    s.test = w;
+    s
+}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BenchSpec {
@@ -33,6 +54,16 @@ pub struct BenchSpec {
 }
 
 impl BenchSpec {
+    /// What the benchmark's template holds ([`datasets`]).
+    pub fn datasets(&self) -> Vec<Settings> {
+        datasets(&self.workloads, self.tables, self.table_size)
+    }
+
+    /// The settings a run of `w` starts from ([`run_settings`]).
+    pub fn run_settings(&self, w: TestName) -> Settings {
+        run_settings(w, self.tables, self.table_size)
+    }
+
     /// The full look: point_select, read_only and read_write, 4 threads, runs of 20 s; at least
     /// 6 rounds, more when the comparisons need them ([`BenchSpec::with_rounds_for`]).
     pub fn standard() -> BenchSpec {

@@ -94,7 +94,11 @@ impl Mix {
         v
     }
 
+    /// The settings a phase of `test` starts from: the mix's OLTP tables, or the tpcc dataset.
     pub fn settings(&self, test: TestName) -> Settings {
+        if test == TestName::Tpcc {
+            return crate::server::template::tpcc_dataset(crate::server::template::TPCC_SCALE);
+        }
         let mut s = Settings::new(test);
         s.schema.tables = self.tables;
         s.schema.table_size = self.table_size;
@@ -127,9 +131,6 @@ impl FromStr for Phases {
                     None => (head, true),
                 };
                 let test: TestName = name.parse()?;
-                if test == TestName::Tpcc {
-                    return Err(not_yet_tpcc("training"));
-                }
                 let seconds = parts.next().map_or(Ok(30), |v| {
                     v.parse().map_err(|_| {
                         format!("bad seconds '{v}' in '{p}' (a phase is test[@text|@ps][:seconds[:threads]])")
@@ -147,7 +148,8 @@ impl FromStr for Phases {
                     test,
                     seconds,
                     threads,
-                    prepared,
+                    // sysbench-tpcc sends every statement as text.
+                    prepared: prepared && test != TestName::Tpcc,
                 })
             })
             .collect::<Result<Vec<_>, _>>()
@@ -172,19 +174,30 @@ impl FromStr for Mix {
     }
 }
 
-/// The mix's tables, in the shape of every dataset template (the benchmark's too).
-fn dataset(mix: &Mix) -> Settings {
-    crate::server::template::oltp_dataset(mix.tables, mix.table_size)
+/// The mix's tables, in the shape of every dataset template (the benchmark's too): the OLTP
+/// tables, and sysbench-tpcc's when a phase runs tpcc.
+fn datasets(mix: &Mix) -> Vec<Settings> {
+    let mut v = vec![crate::server::template::oltp_dataset(
+        mix.tables,
+        mix.table_size,
+    )];
+    if mix.phases.iter().any(|p| p.test == TestName::Tpcc) {
+        v.push(mix.settings(TestName::Tpcc));
+    }
+    v
 }
 
 fn prepare(state: &ServerState, mix: &Mix, log: &dyn Fn(&str)) -> Result<()> {
-    let mut s = dataset(mix);
-    s.conn = state.conn_settings();
     log(&format!(
         "preparing {} tables x {} rows",
         mix.tables, mix.table_size
     ));
-    oltp::schema::prepare(&s, &|_| {}).context("preparing the training dataset")
+    for mut s in datasets(mix) {
+        s.conn = state.conn_settings();
+        oltp::schema::prepare(&s, &|_| {})
+            .with_context(|| format!("preparing the training dataset ({})", s.test))?;
+    }
+    Ok(())
 }
 
 /// The mix's dataset as a template made by `server` (the baseline build): training and BOLT's
@@ -196,7 +209,7 @@ pub fn dataset_template(
     server: &ServerSpec,
     mix: &Mix,
 ) -> Result<(PathBuf, bool)> {
-    crate::server::template::ensure_made(work_dir, server, &dataset(mix)).with_context(|| {
+    crate::server::template::ensure_made(work_dir, server, &datasets(mix)).with_context(|| {
         format!(
             "preparing the training dataset with {}",
             server.binary.display()
@@ -412,15 +425,6 @@ pub fn merge_profraw(gen: &BuildOutput, dir: &Path, base: Option<&Path>) -> Resu
         Some(&dir.join("merge.log")),
     )?;
     Ok(merged)
-}
-
-/// Why tpcc is refused where only the OLTP tables are prepared, and what works meanwhile.
-pub fn not_yet_tpcc(role: &str) -> String {
-    format!(
-        "tpcc is not yet a {role} workload: the pipeline prepares only the OLTP tables in its \
-         dataset template. Measure tpcc by hand meanwhile: `pgoforge server start` each binary, \
-         then `pgoforge oltp prepare tpcc --scale=1` and `pgoforge oltp run tpcc` against it"
-    )
 }
 
 #[cfg(test)]

@@ -516,3 +516,33 @@ fn calibration_measures_a_floor_and_adaptive_rounds_stop_on_width() {
     let md = std::fs::read_to_string(elsewhere.join("report.md")).unwrap();
     assert!(!md.contains("Noise floor of this machine"), "{md}");
 }
+
+#[test]
+fn tpcc_is_benchmarked_beside_the_oltp_tests_on_one_template() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("run");
+    let mut p = plan(2);
+    p.spec.workloads = vec![TestName::OltpPointSelect, TestName::Tpcc];
+    measure(&p, work.path(), &dir, false).unwrap();
+    let recs = read_records(&dir).unwrap();
+    let tpcc: Vec<_> = recs
+        .iter()
+        .filter(|r| r.workload == TestName::Tpcc)
+        .collect();
+    // Two rounds × two contenders, each a real run: transactions, reads and writes counted.
+    assert_eq!(tpcc.len(), 4);
+    for r in &tpcc {
+        assert!(r.result.transactions > 0, "{:?}", r.result);
+        assert!(r.result.queries.write > 0 && r.result.queries.read > 0);
+        assert_eq!(r.result.test, "tpcc");
+    }
+    // One template holds both datasets, named for both.
+    let names: Vec<String> = fs::read_dir(work.path().join("datasets"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    assert!(names[0].contains("+tpcc1w"), "{names:?}");
+    let rep = report::build(&dir).unwrap();
+    assert!(rep.cells.iter().any(|c| c.workload == "tpcc"));
+}

@@ -109,7 +109,7 @@ fn templates_give_identical_fresh_copies() {
     ds.schema.tables = 2;
     ds.rand.seed = 5;
     let t0 = std::time::Instant::now();
-    let tpl = template::ensure(work.path(), &spec(), &ds).unwrap();
+    let tpl = template::ensure(work.path(), &spec(), std::slice::from_ref(&ds)).unwrap();
     let first = t0.elapsed();
     assert!(tpl.join("data/sbtest/sbtest2.ibd").is_file());
     assert!(
@@ -122,7 +122,10 @@ fn templates_give_identical_fresh_copies() {
     );
     // Reused at once.
     let t1 = std::time::Instant::now();
-    assert_eq!(template::ensure(work.path(), &spec(), &ds).unwrap(), tpl);
+    assert_eq!(
+        template::ensure(work.path(), &spec(), std::slice::from_ref(&ds)).unwrap(),
+        tpl
+    );
     assert!(t1.elapsed() < first / 4);
 
     let mut sums = Vec::new();

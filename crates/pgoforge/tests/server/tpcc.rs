@@ -327,3 +327,45 @@ impl Shapes {
         shapes
     }
 }
+
+#[test]
+fn a_training_mix_with_a_tpcc_phase_runs_on_its_template() {
+    use pgoforge::profile::train::{dataset_template, run_mix_from, start_for_mix, Mix, Phases};
+    let work = tempfile::tempdir().unwrap();
+    let mut spec = pgoforge::server::ServerSpec::new(testsupport::MARIADBD);
+    spec.config.buffer_pool_mb = 128;
+    spec.config.redo_log_mb = 32;
+    let mix = Mix {
+        tables: 1,
+        table_size: 1000,
+        phases: "oltp_point_select:2:2,tpcc:3:2"
+            .parse::<Phases>()
+            .unwrap()
+            .0,
+    };
+    assert!(!mix.phases[1].prepared, "tpcc is text-protocol only");
+    let (tpl, made) = dataset_template(work.path(), &spec, &mix).unwrap();
+    assert!(made);
+    assert!(
+        tpl.to_string_lossy().contains("+tpcc1w"),
+        "{}",
+        tpl.display()
+    );
+    let lines = std::sync::Mutex::new(Vec::new());
+    let log = |l: &str| lines.lock().unwrap().push(l.to_string());
+    let inst = work.path().join("inst");
+    let mut srv = start_for_mix(&spec, &inst, Some(&tpl), &log).unwrap();
+    run_mix_from(&srv.state, &mix, Some(&tpl), &log).unwrap();
+    // The tpcc phase ran against the template's tpcc tables: orders were added to the 30 000.
+    let orders = srv
+        .state
+        .root()
+        .unwrap()
+        .query_value("SELECT COUNT(*) FROM sbtest.orders1")
+        .unwrap()
+        .unwrap();
+    srv.stop().unwrap();
+    assert!(orders.parse::<u64>().unwrap() > 30_000, "{orders}");
+    let lines = lines.into_inner().unwrap();
+    assert!(lines.iter().any(|l| l.contains("tpcc")), "{lines:?}");
+}
