@@ -2,7 +2,7 @@
 """Side-by-side benchmark of real sysbench and `pgoforge oltp` against one MariaDB server.
 
 Starts Debian's mariadbd on a private datadir (pinned to the last CPU), prepares the tables once,
-then runs sysbench and pgoforge alternately (A/B/A/B) for each workload and thread count, both
+then runs sysbench and pgoforge alternately (A/B, then B/A) for each workload and thread count, both
 pinned to the other CPUs. For each run it records TPS and the client's CPU time (user + system,
 from wait4's rusage), and prints a Markdown report with the ratios.
 
@@ -123,6 +123,8 @@ def main():
     ap.add_argument("--tpcc-scripts", default=os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "../../shared/reference/sysbench-tpcc"))
     ap.add_argument("--tpcc-scale", type=int, default=1)
+    ap.add_argument("--pgoforge-args", default="",
+                    help="extra arguments for pgoforge's runs, e.g. --client-threads=4")
     a = ap.parse_args()
 
     server_cpus, client_cpus = cpu_sets()
@@ -152,14 +154,17 @@ def main():
                     run_args.append("--rand-type=uniform")
                 clients = {
                     "sysbench": ["sysbench", "tpcc.lua" if tpcc else test] + run_args + ["run"],
-                    "pgoforge": [a.pgoforge, "oltp", "run", test] + run_args,
+                    "pgoforge": [a.pgoforge, "oltp", "run", test] + run_args
+                    + a.pgoforge_args.split(),
                 }
                 cwd = {"sysbench": a.tpcc_scripts if tpcc else None, "pgoforge": None}
                 # Warm the buffer pool once so the first measured run is not penalised.
                 warm = [a.pgoforge, "oltp", "run", test] + common + [f"--threads={threads}", "--time=3"]
                 measure(warm, client_cpus)
                 for rnd in range(a.rounds):
-                    for name in ("sysbench", "pgoforge"):
+                    # A/B, then B/A: a drift within a round (tpcc's tables grow) favours neither.
+                    order = ("sysbench", "pgoforge") if rnd % 2 == 0 else ("pgoforge", "sysbench")
+                    for name in order:
                         out, user, sys_ = measure(clients[name], client_cpus, cwd[name])
                         tx, tps = parse(out)
                         cpu = user + sys_
@@ -175,7 +180,7 @@ def main():
 def report(rows, a, server_cpus, client_cpus):
     print()
     print(f"Server CPUs: {server_cpus}; client CPUs: {client_cpus}; {a.time} s per run; "
-          f"{a.rounds} rounds in A/B order (sysbench, pgoforge); OLTP table size {a.table_size}, "
+          f"{a.rounds} rounds in A/B, B/A order (A sysbench, B pgoforge {a.pgoforge_args}); OLTP table size {a.table_size}, "
           f"uniform ids; tpcc scale {a.tpcc_scale}, 1 table copy; unix socket.")
     print()
     print("| test | threads | round | sysbench TPS | pgoforge TPS | TPS ratio | sysbench CPU µs/txn "
