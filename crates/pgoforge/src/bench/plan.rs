@@ -40,6 +40,26 @@ pub struct BenchPlan {
     /// Contenders compared for reference only (not built by the run, never the winner).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reference_only: Vec<String>,
+    /// The workloads the contenders' profiles were trained on; every other workload of the plan is
+    /// held out, and the report says whether any of them regressed. Absent (empty) from plans of
+    /// benchmarks without training, so their hash stays.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trained_on: Vec<oltp::settings::TestName>,
+}
+
+impl BenchPlan {
+    /// The plan's workloads no profile was trained on (none when nothing was trained).
+    pub fn held_out(&self) -> Vec<oltp::settings::TestName> {
+        if self.trained_on.is_empty() {
+            return Vec::new();
+        }
+        self.spec
+            .workloads
+            .iter()
+            .filter(|w| !self.trained_on.contains(w))
+            .copied()
+            .collect()
+    }
 }
 
 /// A seed for a new benchmark's round orders, from the kernel's random source.
@@ -106,6 +126,7 @@ mod tests {
             label: String::new(),
             order_scheme: OrderScheme::Shuffle,
             reference_only: Vec::new(),
+            trained_on: Vec::new(),
         };
         p.sweep_buffer_pool(&[512, 2048]);
         let names: Vec<&str> = p.contenders.iter().map(|c| c.name.as_str()).collect();

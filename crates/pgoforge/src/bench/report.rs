@@ -118,6 +118,75 @@ pub struct Report {
     /// What to package (absent in reports made before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<Decision>,
+    /// The workloads no profile was trained on and whether any contender regressed on them
+    /// (absent when the benchmark had no training or no such workload).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_out: Option<HeldOut>,
+}
+
+/// The held-out check: workloads the profiles never saw, and the cells significantly slower than
+/// the baseline on them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HeldOut {
+    pub workloads: Vec<String>,
+    /// "contender workload at N threads: −x % [lo, hi]" for each significantly slower cell.
+    pub regressions: Vec<String>,
+    /// `--allow-regression`: such a contender may still be chosen and packaged.
+    pub allowed: bool,
+}
+
+impl HeldOut {
+    pub fn sentence(&self) -> String {
+        let w = self.workloads.join(", ");
+        if self.regressions.is_empty() {
+            return format!("held-out workloads ({w}): no regression");
+        }
+        format!(
+            "held-out workloads ({w}): REGRESSION {}{}",
+            self.regressions.join("; "),
+            if self.allowed {
+                " (allowed by --allow-regression)"
+            } else {
+                "; a variant that regressed is not packaged (pass --allow-regression to allow it)"
+            }
+        )
+    }
+}
+
+/// How the report decides, beyond the numbers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Policy {
+    /// A contender significantly slower on a held-out workload (only there) may still win.
+    pub allow_held_out_regression: bool,
+}
+
+fn held_out(plan: &BenchPlan, cells: &[Cell], policy: Policy) -> Option<HeldOut> {
+    let held = plan.held_out();
+    if held.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = held.iter().map(|w| w.to_string()).collect();
+    let regressions = cells
+        .iter()
+        .filter(|c| names.contains(&c.workload))
+        .filter_map(|c| {
+            let k = c.tps_vs_baseline.as_ref()?;
+            (k.verdict == Verdict::Slower).then(|| {
+                format!(
+                    "{} {} at {} threads: {}",
+                    c.contender,
+                    c.workload,
+                    c.threads,
+                    k.sentence()
+                )
+            })
+        })
+        .collect();
+    Some(HeldOut {
+        workloads: names,
+        regressions,
+        allowed: policy.allow_held_out_regression,
+    })
 }
 
 /// Round by round, the contenders in the order they ran.
@@ -237,6 +306,11 @@ pub fn build(dir: &Path) -> Result<Report> {
 /// Builds the report with `baseline` (a contender's name) as the reference instead of the plan's
 /// first contender, e.g. the PGO build to show what BOLT adds on top of it.
 pub fn build_against(dir: &Path, baseline: Option<&str>) -> Result<Report> {
+    build_with(dir, baseline, Policy::default())
+}
+
+/// [`build_against`] under a decision [`Policy`].
+pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<Report> {
     let pp = plan_path(dir);
     let mut plan: BenchPlan = serde_json::from_str(
         &std::fs::read_to_string(&pp)
@@ -308,7 +382,8 @@ pub fn build_against(dir: &Path, baseline: Option<&str>) -> Result<Report> {
             ratio: geomean(&r),
         })
         .collect();
-    let decision = decide(&plan, &cells, &geomeans);
+    let decision = decide(&plan, &cells, &geomeans, policy);
+    let held_out = held_out(&plan, &cells, policy);
     let rounds_found = records.iter().map(|r| r.round).max().unwrap_or(0);
     Ok(Report {
         gate: crate::gate::mtr::read_copy(dir)?,
@@ -328,6 +403,7 @@ pub fn build_against(dir: &Path, baseline: Option<&str>) -> Result<Report> {
             })
             .collect(),
         decision: Some(decision),
+        held_out,
         noise_floor,
         plan,
         cells,
@@ -429,19 +505,26 @@ fn noisier_than_the_floor(cells: &mut [Cell], cal: &super::calibrate::Calibratio
 
 /// The winner to package: it must beat the baseline (after Holm), lose nowhere, have the best
 /// geometric mean — and beat the runner-up, or the decision says the two are tied.
-fn decide(plan: &BenchPlan, cells: &[Cell], geomeans: &[Geomean]) -> Decision {
+fn decide(plan: &BenchPlan, cells: &[Cell], geomeans: &[Geomean], policy: Policy) -> Decision {
+    let held: Vec<String> = plan.held_out().iter().map(|w| w.to_string()).collect();
     let mut qualified: Vec<(f64, String)> = Vec::new();
     for c in plan.contenders.iter().skip(1) {
         if plan.reference_only.contains(&c.name) {
             continue;
         }
-        let cmp: Vec<&Comparison> = cells
+        let mine: Vec<&Cell> = cells.iter().filter(|x| x.contender == c.name).collect();
+        let faster = mine
             .iter()
-            .filter(|x| x.contender == c.name)
             .filter_map(|x| x.tps_vs_baseline.as_ref())
-            .collect();
-        let faster = cmp.iter().any(|k| k.verdict == Verdict::Faster);
-        let slower = cmp.iter().any(|k| k.verdict == Verdict::Slower);
+            .any(|k| k.verdict == Verdict::Faster);
+        // Slower anywhere disqualifies, except on a held-out workload when the user allows it.
+        let slower = mine.iter().any(|x| {
+            let excused = policy.allow_held_out_regression && held.contains(&x.workload);
+            !excused
+                && x.tps_vs_baseline
+                    .as_ref()
+                    .is_some_and(|k| k.verdict == Verdict::Slower)
+        });
         if !faster || slower {
             continue;
         }
@@ -543,10 +626,19 @@ mod tests {
             label: String::new(),
             order_scheme: OrderScheme::Balanced,
             reference_only: reference_only.iter().map(|s| s.to_string()).collect(),
+            trained_on: Vec::new(),
         }
     }
 
-    fn decided(p: &BenchPlan, mut cells: Vec<Cell>) -> Decision {
+    fn decided(p: &BenchPlan, cells: Vec<Cell>) -> Decision {
+        decided_with(p, cells, Policy::default()).0
+    }
+
+    fn decided_with(
+        p: &BenchPlan,
+        mut cells: Vec<Cell>,
+        policy: Policy,
+    ) -> (Decision, Option<HeldOut>) {
         correct_over_the_run(&mut cells);
         let mut g: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         for c in &cells {
@@ -562,7 +654,69 @@ mod tests {
                 ratio: geomean(&r),
             })
             .collect();
-        decide(p, &cells, &geomeans)
+        (
+            decide(p, &cells, &geomeans, policy),
+            held_out(p, &cells, policy),
+        )
+    }
+
+    #[test]
+    fn a_held_out_regression_keeps_a_variant_from_winning_unless_allowed() {
+        use oltp::settings::TestName;
+        let mut p = plan(&["baseline", "pgo"], &[]);
+        p.spec.workloads = vec![TestName::OltpReadOnly, TestName::Tpcc];
+        p.trained_on = vec![TestName::OltpReadOnly];
+        assert_eq!(p.held_out(), vec![TestName::Tpcc]);
+        let cells = || {
+            vec![
+                cell("pgo", "oltp_read_only", 1.30, &W),
+                cell("pgo", "tpcc", 0.90, &W),
+            ]
+        };
+        let (d, h) = decided_with(&p, cells(), Policy::default());
+        assert_eq!(d.winner, None);
+        let h = h.unwrap();
+        assert_eq!(h.regressions.len(), 1, "{h:?}");
+        assert!(
+            h.sentence().contains("REGRESSION pgo tpcc at 4 threads"),
+            "{}",
+            h.sentence()
+        );
+        assert!(h.sentence().contains("pass --allow-regression"));
+        let allow = Policy {
+            allow_held_out_regression: true,
+        };
+        let (d, h) = decided_with(&p, cells(), allow);
+        assert_eq!(d.winner.as_deref(), Some("pgo"));
+        assert!(h
+            .unwrap()
+            .sentence()
+            .contains("allowed by --allow-regression"));
+        // A regression on a trained workload is never excused.
+        let (d, _) = decided_with(
+            &p,
+            vec![
+                cell("pgo", "oltp_read_only", 0.90, &W),
+                cell("pgo", "tpcc", 1.30, &W),
+            ],
+            allow,
+        );
+        assert_eq!(d.winner, None);
+        // No regression: the report says so; without training there is no held-out check.
+        let (_, h) = decided_with(
+            &p,
+            vec![
+                cell("pgo", "oltp_read_only", 1.30, &W),
+                cell("pgo", "tpcc", 1.01, &W),
+            ],
+            Policy::default(),
+        );
+        assert_eq!(
+            h.unwrap().sentence(),
+            "held-out workloads (tpcc): no regression"
+        );
+        p.trained_on.clear();
+        assert!(decided_with(&p, cells(), Policy::default()).1.is_none());
     }
 
     const W: [f64; 9] = [3.0, -2.0, 5.0, -4.0, 1.0, -1.0, 4.0, -3.0, 2.0];

@@ -150,7 +150,7 @@ const DEFAULT_MAX_ROUNDS: u32 = 30;
 /// What a benchmark measures; unset values come from the standard (or --quick) specification.
 #[derive(Args, Clone, Debug, Default)]
 pub struct BenchSpecArgs {
-    /// Benchmark workloads, comma-separated [point_select, read_only, read_write; --quick: the
+    /// Benchmark workloads, comma-separated [point_select, read_only, read_write, tpcc; --quick: the
     /// first two]; tpcc runs sysbench-tpcc on one warehouse beside the OLTP tables.
     #[arg(long, value_delimiter = ',')]
     pub workloads: Vec<TestName>,

@@ -92,6 +92,7 @@ pub fn main(a: CalibrateArgs) -> Result<i32> {
         label: "calibration: A/A".into(),
         order_scheme: OrderScheme::Williams,
         reference_only: Vec::new(),
+        trained_on: Vec::new(),
     };
     let reporter = super::reporter(a.json);
     let started = Instant::now();

@@ -77,6 +77,10 @@ pub struct RunArgs {
     /// mispredicted branches per transaction (deterministic; adds minutes per variant and workload).
     #[arg(long)]
     cachegrind: bool,
+    /// Package a variant even if it is significantly slower than the baseline on a held-out
+    /// workload (one its profile was not trained on, such as tpcc); the report still names it.
+    #[arg(long = "allow-regression")]
+    allow_regression: bool,
     /// The seed of the benchmark's round orders, to replay a run's design [a fresh one per run,
     /// kept across reruns].
     #[arg(long)]
@@ -182,6 +186,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
         separate_bolt_builds: a.separate_bolt_builds,
         outside: a.binaries.clone(),
         guard: a.guard.guard(),
+        allow_regression: a.allow_regression,
         auto_rounds: !a.bench.rounds_given(),
         gate: a.gate.unwrap_or(if recipe_has_mtr {
             GateMode::Mtr

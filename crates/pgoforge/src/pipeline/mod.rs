@@ -77,7 +77,9 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
         stop_regressed(&mut contenders, g, reporter, &mut warnings)?;
     }
     let seed = t.run(&SeedStage { given: req.seed }, &cx)?;
-    let bench = bench_stage(plan, &src, &contenders, seed);
+    // Trained contenders make every benchmark workload outside the mix a held-out one.
+    let trained = profile.is_some() || contenders.iter().any(|c| c.bolt.is_some());
+    let bench = bench_stage(plan, &src, &contenders, seed, trained);
     let run_dir = t.run(&bench, &cx)?;
     if let Some(g) = &mtr {
         // The report shows the gate beside the numbers it let through.
@@ -89,6 +91,9 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
     let report = t.run(
         &ReportStage {
             run_dir: run_dir.clone(),
+            policy: crate::bench::report::Policy {
+                allow_held_out_regression: req.allow_regression,
+            },
         },
         &cx,
     )?;
@@ -188,7 +193,13 @@ fn mtr_stage<'a>(
     })
 }
 
-fn bench_stage(plan: &RunPlan, src: &Source, contenders: &[RunContender], seed: u64) -> BenchStage {
+fn bench_stage(
+    plan: &RunPlan,
+    src: &Source,
+    contenders: &[RunContender],
+    seed: u64,
+    trained: bool,
+) -> BenchStage {
     let req = &plan.request;
     let ids = identities(contenders);
     BenchStage {
@@ -208,6 +219,13 @@ fn bench_stage(plan: &RunPlan, src: &Source, contenders: &[RunContender], seed: 
             seed,
             order_scheme: OrderScheme::Williams,
             reference_only: req.outside.iter().map(|c| c.name.clone()).collect(),
+            trained_on: if trained {
+                let mut v: Vec<_> = req.mix.phases.iter().map(|p| p.test).collect();
+                v.dedup();
+                v
+            } else {
+                Vec::new()
+            },
             // The binaries' identities: a rebuilt binary at the same path is a new benchmark.
             label: format!(
                 "recipe {} source {} {}",

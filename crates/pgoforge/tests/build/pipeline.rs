@@ -77,6 +77,7 @@ fn request(
         outside: Vec::new(),
         // Tests share the machine (and one of them loads it on purpose).
         guard: pgoforge::bench::load::Guard::allow_busy(),
+        allow_regression: false,
         auto_rounds: false,
         gate: pgoforge::gate::GateMode::Quick,
         mtr_tests: None,

@@ -51,6 +51,7 @@ fn plan(rounds: u32) -> BenchPlan {
         label: "test".into(),
         order_scheme: OrderScheme::Balanced,
         reference_only: Vec::new(),
+        trained_on: Vec::new(),
     }
 }
 

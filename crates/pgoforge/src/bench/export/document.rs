@@ -226,6 +226,9 @@ pub fn document(r: &Report) -> Vec<Block> {
                 r.plan.reference_only.join(", ")
             ));
         }
+        if let Some(h) = &r.held_out {
+            items.push(h.sentence());
+        }
         let lead = format!("Decision: {}.", dec.sentence());
         d.push(if items.is_empty() {
             Block::Paragraph(lead)

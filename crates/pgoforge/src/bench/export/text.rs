@@ -41,6 +41,9 @@ pub fn text(r: &Report) -> String {
     if let Some(d) = &r.decision {
         let _ = writeln!(o, "decision: {}", d.sentence());
     }
+    if let Some(h) = &r.held_out {
+        let _ = writeln!(o, "{}", h.sentence());
+    }
     if let Some(g) = &r.gate {
         for line in g.report_lines() {
             let _ = writeln!(o, "gate (mysql-test-run): {line}");

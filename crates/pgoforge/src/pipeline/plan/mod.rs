@@ -58,6 +58,10 @@ pub struct RunRequest {
     /// What the benchmark does on a busy machine (not part of any stage's key).
     #[serde(skip)]
     pub guard: crate::bench::load::Guard,
+    /// A variant significantly slower on a held-out workload may still be packaged (a decision
+    /// policy: not part of any stage's key, the report applies it).
+    #[serde(skip)]
+    pub allow_regression: bool,
     /// Raise the benchmark's rounds to what the exact test needs for the run's comparisons
     /// (`--rounds` not given).
     pub auto_rounds: bool,
@@ -304,6 +308,7 @@ mod tests {
             separate_bolt_builds: false,
             outside: Vec::new(),
             guard: crate::bench::load::Guard::allow_busy(),
+            allow_regression: false,
             auto_rounds: false,
             gate: GateMode::Quick,
             mtr_tests: None,

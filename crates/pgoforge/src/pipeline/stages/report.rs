@@ -11,6 +11,9 @@ use crate::pipeline::state::inputs_hash;
 
 pub struct ReportStage {
     pub run_dir: PathBuf,
+    /// Decided on every build of the report, so a changed `--allow-regression` takes effect on
+    /// the stored results without benchmarking again.
+    pub policy: report::Policy,
 }
 
 impl Stage for ReportStage {
@@ -29,7 +32,7 @@ impl Stage for ReportStage {
     }
 
     fn run(&self, _: &Ctx) -> Result<Made<Report>> {
-        let r = report::build(&self.run_dir)?;
+        let r = report::build_with(&self.run_dir, None, self.policy)?;
         crate::bench::export::write_all(&self.run_dir, &r)?;
         Ok(Made::New(r))
     }
