@@ -13,6 +13,7 @@
 pub mod affinity;
 pub mod histogram;
 pub mod proto;
+pub mod replay;
 pub mod report;
 pub mod result;
 pub mod rng;

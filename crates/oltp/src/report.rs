@@ -161,3 +161,33 @@ pub fn final_report(r: &RunResult) -> String {
     );
     o
 }
+
+/// A replay's own counts, after the report: never a statement's text.
+pub fn replay_lines(c: &crate::replay::ReplayCounts) -> String {
+    let mut o = format!(
+        "Replay:\n    file:                                {} connections, {} statements\n",
+        c.sessions, c.statements_in_file
+    );
+    let errors: Vec<String> = c
+        .errors_by_code
+        .iter()
+        .map(|(code, n)| format!("{code}: {n}"))
+        .collect();
+    let _ = writeln!(
+        o,
+        "    errors by code:                      {}",
+        if errors.is_empty() {
+            "none".to_string()
+        } else {
+            errors.join(", ")
+        }
+    );
+    if c.rows_checked > 0 {
+        let _ = writeln!(
+            o,
+            "    rows returned vs logged:             {} of {} statements differ",
+            c.rows_mismatched, c.rows_checked
+        );
+    }
+    o
+}

@@ -102,6 +102,9 @@ pub struct RunResult {
     pub histogram: Vec<(f64, u64)>,
     /// False when the run ended early on an error; the figures cover what finished.
     pub complete: bool,
+    /// A replay's own counts (absent for the other tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::replay::ReplayCounts>,
 }
 
 impl RunResult {

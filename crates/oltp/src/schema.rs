@@ -39,6 +39,8 @@ pub(crate) fn ctx(context: impl Into<String>) -> impl FnOnce(DbError) -> SchemaE
 pub fn table_names(s: &Settings) -> Vec<String> {
     let n = match s.test {
         TestName::Tpcc => return crate::tpcc::table_names(s.schema.tables),
+        // The user's own tables: the replay does not know them.
+        TestName::Replay => return Vec::new(),
         TestName::BulkInsert => s.threads,
         TestName::SelectRandomPoints | TestName::SelectRandomRanges => 1,
         _ => s.schema.tables,
@@ -108,6 +110,9 @@ where
 pub fn prepare(s: &Settings, log: Log) -> Result<(), SchemaError> {
     if s.test == TestName::Tpcc {
         return crate::tpcc::load::prepare(s, log);
+    }
+    if s.test == TestName::Replay {
+        return crate::replay::prepare(s, log);
     }
     if s.test == TestName::BulkInsert {
         let mut conn = connect(s, 0)?;
@@ -189,10 +194,11 @@ fn load_rows(s: &Settings, conn: &mut Conn, t: u32, rows: u64) -> Result<(), Sch
 }
 
 pub fn prewarm(s: &Settings, log: Log) -> Result<(), SchemaError> {
-    if s.test == TestName::Tpcc {
-        return Err(SchemaError::Unsupported(
-            "sysbench-tpcc has no prewarm command; run a short `oltp run tpcc` instead".into(),
-        ));
+    if matches!(s.test, TestName::Tpcc | TestName::Replay) {
+        return Err(SchemaError::Unsupported(format!(
+            "{} has no prewarm command; run it briefly instead",
+            s.test
+        )));
     }
     let tables = table_names(s).len() as u32;
     per_table(s, tables, |conn, t| {
@@ -222,6 +228,11 @@ pub fn cleanup(s: &Settings, log: Log) -> Result<(), SchemaError> {
     if s.test == TestName::Tpcc {
         return crate::tpcc::load::cleanup(s, log);
     }
+    if s.test == TestName::Replay {
+        return Err(SchemaError::Unsupported(
+            "cleanup does not apply to replay: its tables are your data; drop them yourself".into(),
+        ));
+    }
     let mut conn = connect(s, 0)?;
     for name in table_names(s) {
         log(&format!("Dropping table '{name}'..."));
@@ -233,6 +244,9 @@ pub fn cleanup(s: &Settings, log: Log) -> Result<(), SchemaError> {
 
 /// The tables of `names` that do not exist in the connection's database.
 pub fn missing_tables(conn: &mut Conn, names: &[String]) -> Result<Vec<String>, DbError> {
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
     let list: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
     let rows = conn.query_rows(&format!(
         "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name IN ({})",

@@ -54,6 +54,9 @@ pub struct Exchange {
     reply: Option<StmtReply>,
     /// Errors the script counted itself (sysbench-tpcc's `sb_counter_inc(SB_CNT_ERROR)`).
     pub errors: u64,
+    /// Row counts compared with a logged one (replay), and how many differed.
+    pub rows_checked: u64,
+    pub rows_mismatched: u64,
     /// The last statement's text, for error messages.
     pub last: Vec<u8>,
 }
@@ -64,11 +67,11 @@ pub struct Cx(Rc<RefCell<Exchange>>);
 
 impl Cx {
     /// Sends `sql` over the text protocol and waits for its reply.
-    pub fn query(&self, sql: String) -> impl Future<Output = StmtReply> + '_ {
+    pub fn query(&self, sql: impl Into<Vec<u8>>) -> impl Future<Output = StmtReply> + '_ {
         {
             let mut ex = self.0.borrow_mut();
             ex.reply = None;
-            ex.request = Some(sql.into_bytes());
+            ex.request = Some(sql.into());
         }
         std::future::poll_fn(move |_| match self.0.borrow_mut().reply.take() {
             Some(r) => Poll::Ready(r),
@@ -79,6 +82,13 @@ impl Cx {
     /// Counts an error the workload itself decided on (not a server error).
     pub fn count_error(&self) {
         self.0.borrow_mut().errors += 1;
+    }
+
+    /// Counts a row count compared with the logged one, and whether they differed.
+    pub fn count_rows_checked(&self, mismatched: bool) {
+        let mut ex = self.0.borrow_mut();
+        ex.rows_checked += 1;
+        ex.rows_mismatched += mismatched as u64;
     }
 }
 
@@ -165,6 +175,15 @@ impl Script {
         std::mem::take(&mut self.cx.0.borrow_mut().errors)
     }
 
+    /// Row comparisons since the last call: (checked, mismatched).
+    pub fn take_row_checks(&mut self) -> (u64, u64) {
+        let mut ex = self.cx.0.borrow_mut();
+        (
+            std::mem::take(&mut ex.rows_checked),
+            std::mem::take(&mut ex.rows_mismatched),
+        )
+    }
+
     /// The last statement sent, as text.
     pub fn last_sql(&self) -> String {
         String::from_utf8_lossy(&self.cx.0.borrow().last).into_owned()
@@ -191,7 +210,7 @@ mod tests {
         let mut s = Script::default();
         let cx = s.cx();
         s.start(async move {
-            let r = cx.query("SELECT d_next_o_id FROM district1".into()).await;
+            let r = cx.query("SELECT d_next_o_id FROM district1").await;
             let next: u32 = r.value(0).and_then(|v| v.parse().ok()).unwrap_or(0);
             cx.query(format!("UPDATE district1 SET d_next_o_id = {}", next + 1))
                 .await;
@@ -223,7 +242,7 @@ mod tests {
         let mut s = Script::default();
         let cx = s.cx();
         s.start(async move {
-            cx.query("BEGIN".into()).await;
+            cx.query("BEGIN").await;
             Flow::Done
         });
         assert!(matches!(s.step(), Step::Send(_)));
@@ -231,7 +250,7 @@ mod tests {
         assert_eq!(s.step(), Step::Finished(Flow::Done));
         let cx = s.cx();
         s.start(async move {
-            cx.query("ROLLBACK".into()).await;
+            cx.query("ROLLBACK").await;
             Flow::Restart
         });
         assert_eq!(s.step(), Step::Send(b"ROLLBACK".to_vec()));

@@ -31,10 +31,12 @@ pub enum TestName {
     BulkInsert,
     /// sysbench-tpcc's TPC-C-like workload (`tpcc.lua`).
     Tpcc,
+    /// A workload file replayed (`--replay-file`): a general or slow query log, or SQL.
+    Replay,
 }
 
 impl TestName {
-    pub const ALL: [TestName; 12] = [
+    pub const ALL: [TestName; 13] = [
         TestName::OltpPointSelect,
         TestName::OltpReadOnly,
         TestName::OltpWriteOnly,
@@ -47,6 +49,7 @@ impl TestName {
         TestName::SelectRandomRanges,
         TestName::BulkInsert,
         TestName::Tpcc,
+        TestName::Replay,
     ];
 
     pub fn name(self) -> &'static str {
@@ -63,6 +66,7 @@ impl TestName {
             TestName::SelectRandomRanges => "select_random_ranges",
             TestName::BulkInsert => "bulk_insert",
             TestName::Tpcc => "tpcc",
+            TestName::Replay => "replay",
         }
     }
 }
@@ -328,6 +332,12 @@ pub struct Settings {
     /// (and the keys hashed from them) of the OLTP tests read and hash as before they existed.
     #[serde(default, skip_serializing_if = "TpccOptions::is_default")]
     pub tpcc: TpccOptions,
+    /// The replayed workload file; left out while unset, as `tpcc`.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::replay::ReplayOptions::is_default"
+    )]
+    pub replay: crate::replay::ReplayOptions,
 }
 
 impl Settings {
@@ -354,6 +364,7 @@ impl Settings {
             delta: 5,
             conn: ConnSettings::default(),
             tpcc: TpccOptions::default(),
+            replay: crate::replay::ReplayOptions::default(),
         }
     }
 
@@ -395,7 +406,7 @@ impl Settings {
         }
         let needs_rows = !matches!(
             self.test,
-            TestName::BulkInsert | TestName::OltpInsert | TestName::Tpcc
+            TestName::BulkInsert | TestName::OltpInsert | TestName::Tpcc | TestName::Replay
         );
         if needs_rows && self.schema.table_size == 0 {
             return Err(format!("{} needs --table-size of at least 1", self.test));

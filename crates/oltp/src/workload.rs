@@ -150,7 +150,7 @@ pub fn plan(s: &Settings) -> Vec<Op> {
         TestName::SelectRandomRanges => v.push(Stmt(RandomRanges)),
         TestName::BulkInsert => v.push(Stmt(BulkRow)),
         // A scripted workload: its statements come from `tpcc::exec`, not from a fixed plan.
-        TestName::Tpcc => {}
+        TestName::Tpcc | TestName::Replay => {}
     }
     v
 }
@@ -280,6 +280,8 @@ impl Draws {
 /// Read-only context of the workload, shared by all connections.
 pub struct Workload {
     pub settings: Settings,
+    /// The replayed file, for `replay`.
+    pub replay: Option<std::sync::Arc<crate::replay::Workload>>,
     pub plan: Vec<Op>,
     pub dist: Distribution,
     pub unique: Unique,
@@ -291,6 +293,7 @@ impl Workload {
         let dist = Distribution::new(&settings.rand);
         Workload {
             plan: plan(&settings),
+            replay: None,
             dist,
             unique: Unique::new(seed),
             table_size: settings.schema.table_size as u32,

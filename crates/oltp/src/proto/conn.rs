@@ -274,7 +274,12 @@ impl Conn {
 
     /// Runs a statement over the text protocol and discards any rows.
     pub fn query(&mut self, sql: &str) -> Result<Outcome, DbError> {
-        encode_query(self.out(), sql.as_bytes())?;
+        self.query_bytes(sql.as_bytes())
+    }
+
+    /// [`Conn::query`] for a statement that need not be UTF-8 (a replayed one).
+    pub fn query_bytes(&mut self, sql: &[u8]) -> Result<Outcome, DbError> {
+        encode_query(self.out(), sql)?;
         match self.roundtrip(Expect::Result)? {
             Reply::Done(o) => Ok(o),
             Reply::Error(e) => Err(DbError::Server(e)),

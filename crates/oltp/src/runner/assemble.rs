@@ -26,7 +26,9 @@ pub(super) fn assemble(
     let mut hdr = new_hdr();
     let (mut min_ns, mut max_ns, mut sum_ns) = (u64::MAX, 0, 0);
     let mut threads = Vec::new();
+    let mut replay = crate::replay::ReplayCounts::default();
     for o in outs {
+        replay.merge(&o.replay);
         let _ = hdr.add(&o.hdr);
         min_ns = min_ns.min(o.min_ns);
         max_ns = max_ns.max(o.max_ns);
@@ -89,6 +91,7 @@ pub(super) fn assemble(
             .map(|(i, c)| (bucket_value(i), *c))
             .collect(),
         complete: true,
+        replay: (s.test == crate::settings::TestName::Replay).then_some(replay),
     }
 }
 

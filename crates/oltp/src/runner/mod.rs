@@ -45,6 +45,9 @@ pub enum RunError {
         db: String,
         test: String,
     },
+    /// The workload file of a replay cannot be used.
+    #[error("{0}")]
+    Replay(#[from] crate::replay::ParseError),
     /// The run started and was stopped by an error; `partial` holds the statistics so far.
     #[error("{message}")]
     Failed {
@@ -75,6 +78,12 @@ pub fn run(settings: &Settings, observer: &mut dyn Observer) -> Result<RunResult
     } else {
         settings.rand.seed
     };
+    // A bad workload file is refused before any server is asked anything.
+    let replay = if settings.test == crate::settings::TestName::Replay {
+        Some(crate::replay::load(settings)?)
+    } else {
+        None
+    };
     let mut ctl = Conn::connect(&settings.conn.for_connection(0)).map_err(RunError::Setup)?;
     let version = ctl.server_info().version.clone();
     let missing = missing_tables(&mut ctl, &table_names(settings)).map_err(RunError::Setup)?;
@@ -95,7 +104,11 @@ pub fn run(settings: &Settings, observer: &mut dyn Observer) -> Result<RunResult
         tls: false,
     };
     let mut sh = Shared {
-        w: Workload::new(settings.clone(), seed),
+        w: {
+            let mut w = Workload::new(settings.clone(), seed);
+            w.replay = replay.clone();
+            w
+        },
         timing: OnceLock::new(),
         stop: AtomicBool::new(false),
         started: AtomicU64::new(0),
@@ -184,7 +197,11 @@ pub fn run(settings: &Settings, observer: &mut dyn Observer) -> Result<RunResult
     let total = end
         .saturating_duration_since(timing.measure_from)
         .as_secs_f64();
-    let result = assemble(settings, seed, server, &counters, outs, intervals, total);
+    let mut result = assemble(settings, seed, server, &counters, outs, intervals, total);
+    if let (Some(w), Some(r)) = (&replay, result.replay.as_mut()) {
+        r.sessions = w.sessions.len();
+        r.statements_in_file = w.statements();
+    }
     let failure = sh.failure.lock().expect("failure lock").take();
     match failure {
         None => Ok(result),

@@ -7,6 +7,7 @@ use hdrhistogram::Histogram;
 
 use super::counters::EventTally;
 use crate::proto::{Conn, DbError};
+use crate::replay::ReplayCounts;
 use crate::result::ThreadStats;
 use crate::rng::SbRng;
 use crate::script::Script;
@@ -37,8 +38,13 @@ pub(super) struct Slot {
     pub(super) event_loop: bool,
     /// The socket is not (yet, or after a reconnect no longer) in the epoll set.
     pub(super) needs_register: bool,
-    /// A scripted workload's event in progress (tpcc); `None` for the fixed-plan tests.
+    /// A scripted workload's event in progress (tpcc, replay); `None` for the fixed-plan tests.
     pub(super) script: Option<Script>,
+    /// Where this connection is in the replayed file.
+    pub(super) replay: Option<crate::replay::Cursor>,
+    /// Replay counts of the event in progress, and of the measured events.
+    pub(super) pending: ReplayCounts,
+    pub(super) counted: ReplayCounts,
 }
 
 pub(super) enum Status {
@@ -54,6 +60,7 @@ pub(super) struct WorkerOut {
     pub(super) min_ns: u64,
     pub(super) max_ns: u64,
     pub(super) sum_ns: u64,
+    pub(super) replay: ReplayCounts,
 }
 
 pub(super) fn new_hdr() -> Histogram<u64> {

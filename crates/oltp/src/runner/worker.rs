@@ -33,6 +33,7 @@ impl<'a> Worker<'a> {
     pub(super) fn end_event(&mut self, slot: &mut Slot, now: Instant) {
         let ns = now.saturating_duration_since(slot.ev_start).as_nanos() as u64;
         let t = std::mem::take(&mut slot.tally);
+        let pending = std::mem::take(&mut slot.pending);
         if self.sh.arrivals.is_some() {
             self.sh.in_flight.fetch_sub(1, Ordering::Relaxed);
         }
@@ -40,6 +41,7 @@ impl<'a> Worker<'a> {
         if !self.sh.measuring(now) {
             return;
         }
+        slot.counted.merge(&pending);
         let c = self.c;
         bump(&c.reads, t.reads);
         bump(&c.writes, t.writes);
@@ -153,9 +155,16 @@ impl<'a> Worker<'a> {
         loop {
             let script = slot.script.as_mut()?;
             if !script.is_running() {
-                let txn = crate::tpcc::txn::draw(&w.settings, &mut slot.rng);
                 let cx = script.cx();
-                script.start(crate::tpcc::exec::run(txn, cx, w.settings.tpcc.splittable));
+                match (&mut slot.replay, &w.replay) {
+                    (Some(cursor), Some(file)) => {
+                        script.start(crate::replay::run(cursor.next(file).clone(), cx));
+                    }
+                    _ => {
+                        let txn = crate::tpcc::txn::draw(&w.settings, &mut slot.rng);
+                        script.start(crate::tpcc::exec::run(txn, cx, w.settings.tpcc.splittable));
+                    }
+                }
             }
             match script.step() {
                 Step::Send(sql) => {
@@ -168,6 +177,9 @@ impl<'a> Worker<'a> {
                 }
                 Step::Finished(flow) => {
                     slot.tally.errors += script.take_errors();
+                    let (checked, mismatched) = script.take_row_checks();
+                    slot.pending.rows_checked += checked;
+                    slot.pending.rows_mismatched += mismatched;
                     match flow {
                         Flow::Done => return None,
                         // A new transaction, drawn afresh, within the same event.
@@ -203,6 +215,18 @@ impl<'a> Worker<'a> {
                 self.advance(slot)
             }
             Reply::Error(e) => {
+                if slot.replay.is_some() {
+                    // A replayed statement that fails is counted, and the replay goes on.
+                    slot.tally.errors += 1;
+                    *slot.pending.errors_by_code.entry(e.code).or_default() += 1;
+                    slot.conn.take_rows();
+                    if let Some(script) = slot.script.as_mut() {
+                        script.abort();
+                    }
+                    let t = Instant::now();
+                    self.end_event(slot, t);
+                    return self.advance(slot);
+                }
                 if self.sh.w.settings.ignore_errors.contains(e.code) {
                     // sysbench restarts the whole event with new values; its clock keeps running.
                     slot.tally.errors += 1;
@@ -280,6 +304,12 @@ impl<'a> Worker<'a> {
 
     /// The libmysqlclient call and statement text sysbench would name in its FATAL line.
     pub(super) fn describe(&self, slot: &Slot) -> (&'static str, String) {
+        if slot.replay.is_some() {
+            return (
+                "mysql_drv_query",
+                "a statement of the replayed file (text withheld: logs hold users' data)".into(),
+            );
+        }
         if let Some(script) = &slot.script {
             return ("mysql_drv_query", script.last_sql());
         }
@@ -378,7 +408,13 @@ pub(super) fn worker_main(
                     idle_until: None,
                     event_loop: false,
                     needs_register: false,
-                    script: (sh.w.settings.test == TestName::Tpcc).then(Script::default),
+                    script: matches!(sh.w.settings.test, TestName::Tpcc | TestName::Replay)
+                        .then(Script::default),
+                    replay: sh.w.replay.as_ref().map(|f| {
+                        crate::replay::Cursor::new(tid, sh.w.settings.threads, f.sessions.len())
+                    }),
+                    pending: Default::default(),
+                    counted: Default::default(),
                 });
             }
             Err(e) => {
@@ -421,5 +457,11 @@ pub(super) fn worker_main(
         min_ns: worker.min_ns,
         max_ns: worker.max_ns,
         sum_ns: worker.sum_ns,
+        replay: slots
+            .iter()
+            .fold(crate::replay::ReplayCounts::default(), |mut a, s| {
+                a.merge(&s.counted);
+                a
+            }),
     }
 }

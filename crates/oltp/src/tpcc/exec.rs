@@ -39,13 +39,13 @@ async fn begin(cx: &Cx, splittable: bool, read_only: bool) {
         (true, false) => "START TRANSACTION READ WRITE",
         (true, true) => "START TRANSACTION READ ONLY",
     };
-    cx.query(sql.into()).await;
+    cx.query(sql).await;
 }
 
 /// sysbench-tpcc's `before_restart_event` hook: after an ignorable error, roll back and start the
 /// event again.
 pub async fn rollback_and_restart(cx: Cx) -> Flow {
-    cx.query("ROLLBACK".into()).await;
+    cx.query("ROLLBACK").await;
     Flow::Restart
 }
 
@@ -143,7 +143,7 @@ async fn new_order(
             // The standard's 1 % of orders with an unknown item: counted as an error, rolled
             // back, and the event is over.
             cx.count_error();
-            cx.query("ROLLBACK".into()).await;
+            cx.query("ROLLBACK").await;
             return;
         }
         let price = num(&r, 0);
@@ -178,7 +178,7 @@ async fn new_order(
         ))
         .await;
     }
-    cx.query("COMMIT".into()).await;
+    cx.query("COMMIT").await;
 }
 
 /// The customer id at the middle of a by-name lookup, as the scripts pick it: with n matches
@@ -290,7 +290,7 @@ async fn payment(
         escaped(&h_data)
     ))
     .await;
-    cx.query("COMMIT".into()).await;
+    cx.query("COMMIT").await;
 }
 
 async fn order_status(cx: &Cx, split: bool, t: u32, w: u32, dist: u32, customer: Customer) {
@@ -335,7 +335,7 @@ async fn order_status(cx: &Cx, split: bool, t: u32, w: u32, dist: u32, customer:
          WHERE ol_w_id = {w} AND ol_d_id = {dist} AND ol_o_id = {dist}"
     ))
     .await;
-    cx.query("COMMIT".into()).await;
+    cx.query("COMMIT").await;
 }
 
 async fn delivery(cx: &Cx, split: bool, t: u32, w: u32, carrier: u32) {
@@ -380,7 +380,7 @@ async fn delivery(cx: &Cx, split: bool, t: u32, w: u32, carrier: u32) {
         ))
         .await;
     }
-    cx.query("COMMIT".into()).await;
+    cx.query("COMMIT").await;
 }
 
 async fn stock_level(cx: &Cx, split: bool, t: u32, w: u32, dist: u32, threshold: u32) {
@@ -398,7 +398,7 @@ async fn stock_level(cx: &Cx, split: bool, t: u32, w: u32, dist: u32, threshold:
         next - 20
     ))
     .await;
-    cx.query("COMMIT".into()).await;
+    cx.query("COMMIT").await;
 }
 
 async fn purge(cx: &Cx, split: bool, rounds: &[PurgeRound]) {
@@ -438,7 +438,7 @@ async fn purge(cx: &Cx, split: bool, rounds: &[PurgeRound]) {
                 .await;
             }
         }
-        cx.query("COMMIT".into()).await;
+        cx.query("COMMIT").await;
     }
 }
 

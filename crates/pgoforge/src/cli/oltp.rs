@@ -78,7 +78,8 @@ pub struct OltpArgs {
     command: OltpCommand,
     /// The test: oltp_point_select, oltp_read_only, oltp_write_only, oltp_read_write,
     /// oltp_update_index, oltp_update_non_index, oltp_insert, oltp_delete, select_random_points,
-    /// select_random_ranges, bulk_insert; or tpcc (sysbench-tpcc's TPC-C-like workload).
+    /// select_random_ranges, bulk_insert; tpcc (sysbench-tpcc's TPC-C-like workload); or replay
+    /// (--replay-file: your own statements from a query log or SQL file).
     test: TestName,
 
     /// Number of tables.
@@ -267,6 +268,20 @@ pub struct OltpArgs {
     #[arg(long, default_value_t = defaults().tpcc.splittable, value_parser = parse_bool)]
     splittable: bool,
 
+    /// replay: the workload file, a general or slow query log (long_query_time=0) or SQL.
+    #[arg(long = "replay-file", alias = "replay_file", value_name = "FILE")]
+    replay_file: Option<PathBuf>,
+    /// replay: the file's kind, auto, general, slow or sql.
+    #[arg(
+        long = "replay-format",
+        alias = "replay_format",
+        default_value = "auto"
+    )]
+    replay_format: oltp::replay::Format,
+    /// replay: a SQL file (e.g. a mysqldump) that `prepare replay` loads.
+    #[arg(long = "replay-dataset", alias = "replay_dataset", value_name = "FILE")]
+    replay_dataset: Option<PathBuf>,
+
     /// Write the typed result (every counter, intervals, settings, server) as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -348,6 +363,11 @@ impl OltpArgs {
                 enable_purge: self.enable_purge,
                 table_options: self.mysql_table_options.clone(),
                 splittable: self.splittable,
+            },
+            replay: oltp::replay::ReplayOptions {
+                file: self.replay_file.clone().unwrap_or_default(),
+                format: self.replay_format,
+                dataset: self.replay_dataset.clone(),
             },
         }
     }
@@ -433,6 +453,9 @@ fn run(s: &Settings, json: Option<&PathBuf>) -> Result<i32> {
     match oltp::run(s, &mut printer) {
         Ok(r) => {
             print!("{}", final_report(&r));
+            if let Some(c) = &r.replay {
+                print!("{}", oltp::report::replay_lines(c));
+            }
             if let Some(path) = json {
                 write_json(path, &r)?;
             }
@@ -450,6 +473,7 @@ fn run(s: &Settings, json: Option<&PathBuf>) -> Result<i32> {
             eprintln!("error: the run stopped: {message}");
             Ok(1)
         }
+        Err(RunError::Replay(e)) => super::usage_error(e.to_string()),
         Err(e) => Err(anyhow::Error::new(e).context(format!("running {}", s.test))),
     }
 }

@@ -107,6 +107,13 @@ impl Mix {
     }
 }
 
+/// Why `replay` is refused in benchmarks and training mixes, and what works meanwhile.
+pub const NOT_YET_REPLAY: &str =
+    "replay is not yet a benchmark or training workload (the dataset template does not carry \
+     your file and data); replay against each binary by hand meanwhile: `pgoforge server start \
+     --binary B`, `pgoforge oltp prepare replay --replay-dataset=DUMP`, `pgoforge oltp run replay \
+     --replay-file=LOG`";
+
 /// Phases as `test[@text][:seconds[:threads]]`, comma-separated.
 #[derive(Debug)]
 pub struct Phases(pub Vec<Phase>);
@@ -131,6 +138,9 @@ impl FromStr for Phases {
                     None => (head, true),
                 };
                 let test: TestName = name.parse()?;
+                if test == TestName::Replay {
+                    return Err(NOT_YET_REPLAY.into());
+                }
                 let seconds = parts.next().map_or(Ok(30), |v| {
                     v.parse().map_err(|_| {
                         format!("bad seconds '{v}' in '{p}' (a phase is test[@text|@ps][:seconds[:threads]])")

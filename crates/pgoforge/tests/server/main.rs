@@ -9,5 +9,6 @@ mod bad_input;
 mod bench;
 mod cli_oltp;
 mod interop;
+mod replay;
 mod server;
 mod tpcc;

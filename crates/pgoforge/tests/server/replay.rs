@@ -1,0 +1,188 @@
+//! `pgoforge oltp … replay`: logs recorded from a real MariaDB (general and slow query logs) and a
+//! SQL dump, replayed against it; counts checked exactly, hostile files refused, no statement text
+//! in the output.
+
+use std::fs;
+use std::path::Path;
+
+use crate::common;
+
+use common::{field, oltp};
+use testsupport::TestServer;
+
+/// What the "application" runs on two connections; two of its statements fail.
+fn application(srv: &TestServer) {
+    let mut a = oltp::proto::Conn::connect(&srv.conn_socket().for_connection(0)).unwrap();
+    let mut b = oltp::proto::Conn::connect(&srv.conn_socket().for_connection(0)).unwrap();
+    a.query("SELECT v FROM app WHERE id = 5").unwrap();
+    b.query("SELECT id\n  FROM app\n  WHERE id < 10").unwrap();
+    a.query("SELECT COUNT(*) FROM app").unwrap();
+    a.query("UPDATE app SET v = 'seven' WHERE id = 7").unwrap();
+    assert!(a.query("SELECT secret_column FROM missing_table").is_err());
+    assert!(b.query("INSERT INTO app VALUES (1, 'dup')").is_err());
+}
+
+fn record(srv: &TestServer, kind: &str, file: &Path) {
+    let mut root = srv.root().unwrap();
+    root.query("SET GLOBAL log_output='FILE'").unwrap();
+    if kind == "general" {
+        root.query(&format!("SET GLOBAL general_log_file='{}'", file.display()))
+            .unwrap();
+        root.query("SET GLOBAL general_log=ON").unwrap();
+    } else {
+        root.query("SET GLOBAL long_query_time=0").unwrap();
+        root.query(&format!(
+            "SET GLOBAL slow_query_log_file='{}'",
+            file.display()
+        ))
+        .unwrap();
+        root.query("SET GLOBAL slow_query_log=ON").unwrap();
+    }
+    application(srv);
+    // A fresh connection, so that only the switch-off itself is logged from it.
+    let mut root = srv.root().unwrap();
+    let var = if kind == "general" {
+        "general_log"
+    } else {
+        "slow_query_log"
+    };
+    root.query(&format!("SET GLOBAL {var}=OFF")).unwrap();
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn recorded_logs_replay_with_exact_counts_and_no_statement_text() {
+    let srv = TestServer::start().unwrap();
+    let dir = srv.dir.path();
+    // The dataset, as a SQL file loaded by `prepare replay`.
+    let dump = dir.join("dump.sql");
+    let rows: Vec<String> = (1..=100).map(|i| format!("({i},'v{i}')")).collect();
+    fs::write(
+        &dump,
+        format!(
+            "-- a dump\nCREATE TABLE app (id INT PRIMARY KEY, v VARCHAR(20));\n/*!40000 ALTER TABLE app DISABLE KEYS */;\nINSERT INTO app VALUES {};\n",
+            rows.join(",")
+        ),
+    )
+    .unwrap();
+    let p = oltp(
+        &srv,
+        "prepare",
+        "replay",
+        &[&format!("--replay-dataset={}", dump.display())],
+    );
+    assert_eq!(p.code, 0, "{}{}", p.stdout, p.stderr);
+    assert_eq!(srv.count("SELECT COUNT(*) FROM sbtest.app").unwrap(), 100);
+
+    for kind in ["general", "slow"] {
+        let log = dir.join(format!("{kind}.log"));
+        record(&srv, kind, &log);
+        let parsed = oltp::replay::parse::read(&log, oltp::replay::Format::Auto).unwrap();
+        // The application's six statements on two connections; the general log also has the
+        // switch-off on a third (the slow log writes a statement when it ends, by then off).
+        let (stmts, sessions) = if kind == "general" { (7, 3) } else { (6, 2) };
+        assert_eq!(parsed.statements(), stmts, "{kind}: {parsed:?}");
+        assert_eq!(parsed.sessions.len(), sessions, "{kind}");
+        // One connection replays every session in order: twice through the file exactly.
+        let out = dir.join(format!("{kind}.json"));
+        let r = oltp(
+            &srv,
+            "run",
+            "replay",
+            &[
+                &format!("--replay-file={}", log.display()),
+                "--threads=1",
+                &format!("--events={}", 2 * stmts),
+                "--time=0",
+                &format!("--json={}", out.display()),
+            ],
+        );
+        assert_eq!(r.code, 0, "{kind}: {}{}", r.stdout, r.stderr);
+        assert_eq!(field(&r.stdout, "transactions:"), 2 * stmts as u64);
+        let v = json(&out);
+        let c = &v["replay"];
+        assert_eq!(c["sessions"], sessions);
+        assert_eq!(c["statements_in_file"], stmts);
+        // Twice each: the missing table, the duplicate key, and (general log) SET GLOBAL without
+        // the privilege.
+        assert_eq!(c["errors_by_code"]["1146"], 2, "{kind}: {c}");
+        assert_eq!(c["errors_by_code"]["1062"], 2, "{kind}: {c}");
+        let denied = if kind == "general" { 2 } else { 0 };
+        assert_eq!(
+            c["errors_by_code"]["1227"].as_u64().unwrap_or(0),
+            denied,
+            "{kind}: {c}"
+        );
+        assert_eq!(v["ignored_errors"], 4 + denied);
+        // Reads: 3 SELECTs a pass; the UPDATE changed a row once (then 0 rows: "other").
+        assert_eq!(v["queries"]["read"], 6);
+        if kind == "slow" {
+            // The slow log's Rows_sent of the four statements that succeed, compared each time.
+            assert_eq!(c["rows_checked"], 8, "{c}");
+            assert_eq!(c["rows_mismatched"], 0, "{c}");
+        } else {
+            assert_eq!(c["rows_checked"], 0);
+        }
+        // Logs hold users' data: neither the output nor the result quotes a statement.
+        for text in [&r.stdout, &r.stderr, &fs::read_to_string(&out).unwrap()] {
+            assert!(
+                !text.contains("secret_column") && !text.contains("seven"),
+                "{kind}: {text}"
+            );
+        }
+        assert!(r.stdout.contains("errors by code:"), "{}", r.stdout);
+    }
+
+    // Several connections: each replays its own original connection.
+    let r = oltp(
+        &srv,
+        "run",
+        "replay",
+        &[
+            &format!("--replay-file={}", dir.join("general.log").display()),
+            "--threads=3",
+            "--time=2",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(field(&r.stdout, "transactions:") > 30);
+
+    // Hostile and truncated files: a clear refusal (exit 2) naming the file, nothing run.
+    let slow = fs::read(dir.join("slow.log")).unwrap();
+    let cut = dir.join("cut.log");
+    let end = slow.len() - 8;
+    fs::write(&cut, &slow[..end]).unwrap();
+    let garbage = dir.join("garbage.bin");
+    fs::write(
+        &garbage,
+        (0..4096u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect::<Vec<u8>>(),
+    )
+    .unwrap();
+    for (file, why) in [
+        (&cut, "does not end with ';'"),
+        (&garbage, "truncated?"),
+        (&dir.join("nope.log"), "cannot read the workload file"),
+    ] {
+        let r = oltp(
+            &srv,
+            "run",
+            "replay",
+            &[&format!("--replay-file={}", file.display()), "--time=1"],
+        );
+        assert_eq!(r.code, 2, "{}: {}{}", file.display(), r.stdout, r.stderr);
+        assert!(r.stderr.contains(why), "{}: {}", file.display(), r.stderr);
+        assert!(
+            r.stderr.contains(&file.display().to_string()),
+            "{}",
+            r.stderr
+        );
+    }
+    let r = oltp(&srv, "run", "replay", &["--time=1"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("--replay-file"), "{}", r.stderr);
+}
