@@ -173,6 +173,7 @@ fn started(events: &Collect) -> Vec<String> {
 
 #[test]
 fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_benchmark() {
+    let _turn = crate::measured_win_lock();
     let t = tempfile::tempdir().unwrap();
     let work = t.path().join("work");
     // A prepared profile: the pgo variant's build takes it (the stand-in build ignores it).
