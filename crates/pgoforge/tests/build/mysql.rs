@@ -340,3 +340,99 @@ fn mysqls_own_tests_stop_a_mysqld_that_computes_differently() {
         .collect();
     assert!(rejects.is_empty(), "{rejects:?}");
 }
+
+#[test]
+fn tpcc_and_a_replayed_general_log_run_on_mysql() {
+    let Some(bin) = mysqld() else { return };
+    let t = tempfile::tempdir().unwrap();
+    let work = t.path().to_str().unwrap();
+    let r = pgoforge(&["server", "start", "--binary", &bin, "--work-dir", work]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    // A started server is detached: stop it whether the test passes or fails.
+    struct Stop<'a>(&'a str);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            let _ = pgoforge(&["server", "stop", "--work-dir", self.0]);
+        }
+    }
+    let _stop = Stop(work);
+    let st = pgoforge(&["server", "status", "--work-dir", work, "--json"]);
+    let state: serde_json::Value = serde_json::from_str(&st.stdout).unwrap();
+    let socket = state["socket"].as_str().unwrap().to_string();
+    let cred = &state["credentials"];
+    let conn = |user: &str, pw: &str| {
+        oltp::proto::Conn::connect(&oltp::proto::ConnectOptions {
+            endpoint: oltp::proto::Endpoint::Socket(socket.clone().into()),
+            user: user.into(),
+            password: pw.into(),
+            database: Some("sbtest".into()),
+            connect_timeout: std::time::Duration::from_secs(5),
+            read_timeout: std::time::Duration::from_secs(60),
+        })
+        .unwrap()
+    };
+    let pw = cred["password"].as_str().unwrap().to_string();
+    let args = |cmd: &str, test: &str, extra: &[&str]| {
+        let mut a = vec![
+            "oltp".to_string(),
+            cmd.into(),
+            test.into(),
+            format!("--mysql-socket={socket}"),
+            "--mysql-user=sbtest".into(),
+            format!("--mysql-password={pw}"),
+        ];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        pgoforge(&a)
+    };
+    // tpcc: MySQL has transaction_isolation (no tx_isolation); the script's session set-up finds it.
+    let scale = ["--scale=1", "--tables=1"];
+    let r = args("prepare", "tpcc", &[&scale[..], &["--threads=2"]].concat());
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    // No `check` here: its check 10 (a correlated sum over orders STRAIGHT_JOIN order_line per
+    // customer, the script's own query) did not answer within 600 s on MySQL 9.7.2 (2026-12-02,
+    // beside a build), where MariaDB answers in seconds. Not investigated yet.
+    let r = args(
+        "run",
+        "tpcc",
+        &[&scale[..], &["--threads=2", "--events=200", "--time=0"]].concat(),
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(common::field(&r.stdout, "transactions:"), 200);
+
+    // A general log in MySQL's format (ISO times), recorded and replayed with exact counts.
+    let log = t.path().join("general.log");
+    let mut root = conn("root", cred["root_password"].as_str().unwrap());
+    root.query("SET GLOBAL log_output='FILE'").unwrap();
+    root.query(&format!("SET GLOBAL general_log_file='{}'", log.display()))
+        .unwrap();
+    root.query("SET GLOBAL general_log=ON").unwrap();
+    let mut app = conn("sbtest", &pw);
+    app.query("SELECT COUNT(*) FROM item1").unwrap();
+    app.query("SELECT i_price\n  FROM item1\n  WHERE i_id = 7")
+        .unwrap();
+    assert!(app.query("SELECT * FROM no_such_table").is_err());
+    drop(app);
+    root.query("SET GLOBAL general_log=OFF").unwrap();
+    let parsed = oltp::replay::parse::read(&log, oltp::replay::Format::Auto).unwrap();
+    assert_eq!(parsed.format, oltp::replay::Format::General);
+    // The application's three statements, and root's switch-off on its own connection.
+    assert_eq!(parsed.statements(), 4, "{parsed:?}");
+    let out = t.path().join("replay.json");
+    let r = args(
+        "run",
+        "replay",
+        &[
+            &format!("--replay-file={}", log.display()),
+            "--threads=1",
+            "--events=8",
+            "--time=0",
+            &format!("--json={}", out.display()),
+        ],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(v["replay"]["errors_by_code"]["1146"], 2, "{}", v["replay"]);
+    assert_eq!(v["queries"]["read"], 4);
+}
