@@ -153,11 +153,45 @@ impl HeldOut {
     }
 }
 
-/// How the report decides, beyond the numbers.
-#[derive(Clone, Copy, Debug, Default)]
+/// How the report decides, beyond the numbers. Kept in the run directory (`policy.json`, absent
+/// for the default) so that every later `pgoforge report` decides as the run did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
     /// A contender significantly slower on a held-out workload (only there) may still win.
     pub allow_held_out_regression: bool,
+}
+
+impl Policy {
+    pub fn path(dir: &Path) -> std::path::PathBuf {
+        dir.join("policy.json")
+    }
+
+    /// The run directory's policy (the default when it has none).
+    pub fn stored(dir: &Path) -> Result<Policy> {
+        let p = Policy::path(dir);
+        match std::fs::read_to_string(&p) {
+            Ok(t) => {
+                serde_json::from_str(&t).with_context(|| format!("{} is corrupted", p.display()))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Policy::default()),
+            Err(e) => Err(e).with_context(|| format!("reading {}", p.display())),
+        }
+    }
+
+    /// Makes this the run directory's policy.
+    pub fn store(&self, dir: &Path) -> Result<()> {
+        let p = Policy::path(dir);
+        if *self == Policy::default() {
+            match std::fs::remove_file(&p) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    Err(e).with_context(|| format!("removing {}", p.display()))
+                }
+                _ => Ok(()),
+            }
+        } else {
+            crate::infra::fs::write_json(&p, self)
+        }
+    }
 }
 
 fn held_out(plan: &BenchPlan, cells: &[Cell], policy: Policy) -> Option<HeldOut> {
@@ -306,7 +340,7 @@ pub fn build(dir: &Path) -> Result<Report> {
 /// Builds the report with `baseline` (a contender's name) as the reference instead of the plan's
 /// first contender, e.g. the PGO build to show what BOLT adds on top of it.
 pub fn build_against(dir: &Path, baseline: Option<&str>) -> Result<Report> {
-    build_with(dir, baseline, Policy::default())
+    build_with(dir, baseline, Policy::stored(dir)?)
 }
 
 /// [`build_against`] under a decision [`Policy`].
@@ -658,6 +692,24 @@ mod tests {
             decide(p, &cells, &geomeans, policy),
             held_out(p, &cells, policy),
         )
+    }
+
+    #[test]
+    fn the_policy_is_kept_in_the_run_directory_and_absent_by_default() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(Policy::stored(d.path()).unwrap(), Policy::default());
+        let allow = Policy {
+            allow_held_out_regression: true,
+        };
+        allow.store(d.path()).unwrap();
+        assert_eq!(Policy::stored(d.path()).unwrap(), allow);
+        Policy::default().store(d.path()).unwrap();
+        assert!(!Policy::path(d.path()).exists());
+        std::fs::write(Policy::path(d.path()), "{").unwrap();
+        assert!(Policy::stored(d.path())
+            .unwrap_err()
+            .to_string()
+            .contains("corrupted"));
     }
 
     #[test]

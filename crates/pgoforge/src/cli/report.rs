@@ -35,6 +35,12 @@ pub struct ReportArgs {
     /// printed only, the stored reports keep the run's baseline.
     #[arg(long)]
     baseline: Option<String>,
+    /// Let a variant significantly slower on a held-out workload win (stored in the run directory,
+    /// as `run --allow-regression` does; `--no-allow-regression` takes it back).
+    #[arg(long = "allow-regression", overrides_with = "no_allow_regression")]
+    allow_regression: bool,
+    #[arg(long = "no-allow-regression", hide = true)]
+    no_allow_regression: bool,
 }
 
 pub fn main(a: ReportArgs) -> Result<i32> {
@@ -51,14 +57,21 @@ pub fn main(a: ReportArgs) -> Result<i32> {
         );
         return Ok(0);
     }
-    let r = match &a.baseline {
-        Some(b) => report::build_against(&a.run, Some(b))?,
-        None => {
-            let r = report::build(&a.run)?;
-            export::write_all(&a.run, &r)?;
-            r
-        }
+    // A policy given here is stored only once the run directory proved to hold a benchmark.
+    let given = (a.allow_regression || a.no_allow_regression).then_some(report::Policy {
+        allow_held_out_regression: a.allow_regression,
+    });
+    let policy = match given {
+        Some(p) => p,
+        None => report::Policy::stored(&a.run)?,
     };
+    let r = report::build_with(&a.run, a.baseline.as_deref(), policy)?;
+    if a.baseline.is_none() {
+        if let Some(p) = given {
+            p.store(&a.run)?;
+        }
+        export::write_all(&a.run, &r)?;
+    }
     let exporter: &dyn Exporter = match a.format {
         Format::Md => &Markdown,
         Format::Json => &Json,

@@ -32,6 +32,7 @@ impl Stage for ReportStage {
     }
 
     fn run(&self, _: &Ctx) -> Result<Made<Report>> {
+        self.policy.store(&self.run_dir)?;
         let r = report::build_with(&self.run_dir, None, self.policy)?;
         crate::bench::export::write_all(&self.run_dir, &r)?;
         Ok(Made::New(r))
