@@ -79,6 +79,26 @@ pub fn tpcc_dataset(scale: u32) -> Settings {
     s
 }
 
+/// What a template for `workloads` holds: the OLTP tables, and sysbench-tpcc's when a workload is
+/// tpcc. The benchmark, the cachegrind measurement and the training mixes all ask for this.
+pub fn datasets(workloads: &[oltp::TestName], tables: u32, table_size: u64) -> Vec<Settings> {
+    let mut v = vec![oltp_dataset(tables, table_size)];
+    if workloads.contains(&oltp::TestName::Tpcc) {
+        v.push(tpcc_dataset(TPCC_SCALE));
+    }
+    v
+}
+
+/// The settings a run of `w` starts from on such a template (its threads and time still to set).
+pub fn run_settings(w: oltp::TestName, tables: u32, table_size: u64) -> Settings {
+    if w == oltp::TestName::Tpcc {
+        return tpcc_dataset(TPCC_SCALE);
+    }
+    let mut s = oltp_dataset(tables, table_size);
+    s.test = w;
+    s
+}
+
 /// The template directory holding `datasets` (the first one names it) on the server of `spec`,
 /// created if missing.
 pub fn ensure(work_dir: &Path, spec: &ServerSpec, datasets: &[Settings]) -> Result<PathBuf> {

@@ -219,7 +219,6 @@ impl<'a> Worker<'a> {
                     // A replayed statement that fails is counted, and the replay goes on.
                     slot.tally.errors += 1;
                     *slot.pending.errors_by_code.entry(e.code).or_default() += 1;
-                    slot.conn.take_rows();
                     if let Some(script) = slot.script.as_mut() {
                         script.abort();
                     }
@@ -231,8 +230,8 @@ impl<'a> Worker<'a> {
                     // sysbench restarts the whole event with new values; its clock keeps running.
                     slot.tally.errors += 1;
                     if let Some(script) = slot.script.as_mut() {
-                        // sysbench-tpcc's before_restart_event hook rolls back first.
-                        slot.conn.take_rows();
+                        // sysbench-tpcc's before_restart_event hook rolls back first (rows
+                        // captured before the error go when the next statement is sent).
                         let cx = script.cx();
                         script.start(crate::tpcc::exec::rollback_and_restart(cx));
                         return self.advance(slot);

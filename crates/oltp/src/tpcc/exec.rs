@@ -192,6 +192,34 @@ fn middle(count: i64, rows: usize) -> Option<usize> {
     (rows > 0).then(|| idx.min(rows - 1))
 }
 
+/// Payment's and order-status's customer by last name: how many share it, then those customers
+/// (`columns`, the id at `id_col`) ordered by first name, and the middle one ([`middle`]).
+async fn by_name(
+    cx: &Cx,
+    t: u32,
+    w: u32,
+    dist: u32,
+    last: &str,
+    columns: &str,
+    id_col: usize,
+) -> i64 {
+    let r = cx
+        .query(format!(
+            "SELECT count(c_id) namecnt FROM customer{t} WHERE c_w_id = {w} AND c_d_id= {dist} AND c_last='{last}'"
+        ))
+        .await;
+    let count = d(num(&r, 0));
+    let r = cx
+        .query(format!(
+            "SELECT {columns} FROM customer{t} WHERE c_w_id = {w} AND c_d_id= {dist} AND c_last='{last}' ORDER BY c_first"
+        ))
+        .await;
+    middle(count, r.rows.len())
+        .and_then(|i| r.rows[i].get(id_col).cloned().flatten())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+}
+
 async fn payment(
     cx: &Cx,
     split: bool,
@@ -225,23 +253,7 @@ async fn payment(
     let d_name = r.value(5).unwrap_or("").to_string();
     let c_id: i64 = match customer {
         Customer::ById(c) => c as i64,
-        Customer::ByName(last) => {
-            let r = cx
-                .query(format!(
-                    "SELECT count(c_id) namecnt FROM customer{t} WHERE c_w_id = {c_w} AND c_d_id= {c_d} AND c_last='{last}'"
-                ))
-                .await;
-            let count = d(num(&r, 0));
-            let r = cx
-                .query(format!(
-                    "SELECT c_id FROM customer{t} WHERE c_w_id = {c_w} AND c_d_id= {c_d} AND c_last='{last}' ORDER BY c_first"
-                ))
-                .await;
-            middle(count, r.rows.len())
-                .and_then(|i| r.rows[i].first().cloned().flatten())
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(1)
-        }
+        Customer::ByName(last) => by_name(cx, t, c_w, c_d, &last, "c_id", 0).await,
     };
     let r = cx
         .query(format!(
@@ -297,22 +309,16 @@ async fn order_status(cx: &Cx, split: bool, t: u32, w: u32, dist: u32, customer:
     begin(cx, split, true).await;
     let c_id: i64 = match customer {
         Customer::ByName(last) => {
-            let r = cx
-                .query(format!(
-                    "SELECT count(c_id) namecnt FROM customer{t} WHERE c_w_id = {w} AND c_d_id= {dist} AND c_last='{last}'"
-                ))
-                .await;
-            let count = d(num(&r, 0));
-            let r = cx
-                .query(format!(
-                    "SELECT c_balance, c_first, c_middle, c_id FROM customer{t} WHERE c_w_id = {w} \
-                     AND c_d_id= {dist} AND c_last='{last}' ORDER BY c_first"
-                ))
-                .await;
-            middle(count, r.rows.len())
-                .and_then(|i| r.rows[i].get(3).cloned().flatten())
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(1)
+            by_name(
+                cx,
+                t,
+                w,
+                dist,
+                &last,
+                "c_balance, c_first, c_middle, c_id",
+                3,
+            )
+            .await
         }
         Customer::ById(c) => {
             cx.query(format!(

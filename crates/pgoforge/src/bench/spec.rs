@@ -7,26 +7,6 @@ use serde::{Deserialize, Serialize};
 use super::order::OrderScheme;
 use crate::server::template;
 
-/// What a template for `workloads` holds: the OLTP tables, and sysbench-tpcc's when a workload is
-/// tpcc.
-pub fn datasets(workloads: &[TestName], tables: u32, table_size: u64) -> Vec<Settings> {
-    let mut v = vec![template::oltp_dataset(tables, table_size)];
-    if workloads.contains(&TestName::Tpcc) {
-        v.push(template::tpcc_dataset(template::TPCC_SCALE));
-    }
-    v
-}
-
-/// The settings a run of `w` starts from on such a template (its threads and time still to set).
-pub fn run_settings(w: TestName, tables: u32, table_size: u64) -> Settings {
-    if w == TestName::Tpcc {
-        return template::tpcc_dataset(template::TPCC_SCALE);
-    }
-    let mut s = template::oltp_dataset(tables, table_size);
-    s.test = w;
-    s
-}
-
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BenchSpec {
     pub workloads: Vec<TestName>,
@@ -54,14 +34,14 @@ pub struct BenchSpec {
 }
 
 impl BenchSpec {
-    /// What the benchmark's template holds ([`datasets`]).
+    /// What the benchmark's template holds ([`template::datasets`]).
     pub fn datasets(&self) -> Vec<Settings> {
-        datasets(&self.workloads, self.tables, self.table_size)
+        template::datasets(&self.workloads, self.tables, self.table_size)
     }
 
-    /// The settings a run of `w` starts from ([`run_settings`]).
+    /// The settings a run of `w` starts from ([`template::run_settings`]).
     pub fn run_settings(&self, w: TestName) -> Settings {
-        run_settings(w, self.tables, self.table_size)
+        template::run_settings(w, self.tables, self.table_size)
     }
 
     /// The full look: point_select, read_only, read_write and tpcc, 4 threads, runs of 20 s; at least

@@ -97,7 +97,7 @@ impl Mix {
     /// The settings a phase of `test` starts from: the mix's OLTP tables, or the tpcc dataset.
     pub fn settings(&self, test: TestName) -> Settings {
         if test == TestName::Tpcc {
-            return crate::server::template::tpcc_dataset(crate::server::template::TPCC_SCALE);
+            return crate::server::template::run_settings(test, self.tables, self.table_size);
         }
         let mut s = Settings::new(test);
         s.schema.tables = self.tables;
@@ -187,14 +187,8 @@ impl FromStr for Mix {
 /// The mix's tables, in the shape of every dataset template (the benchmark's too): the OLTP
 /// tables, and sysbench-tpcc's when a phase runs tpcc.
 fn datasets(mix: &Mix) -> Vec<Settings> {
-    let mut v = vec![crate::server::template::oltp_dataset(
-        mix.tables,
-        mix.table_size,
-    )];
-    if mix.phases.iter().any(|p| p.test == TestName::Tpcc) {
-        v.push(mix.settings(TestName::Tpcc));
-    }
-    v
+    let tests: Vec<TestName> = mix.phases.iter().map(|p| p.test).collect();
+    crate::server::template::datasets(&tests, mix.tables, mix.table_size)
 }
 
 fn prepare(state: &ServerState, mix: &Mix, log: &dyn Fn(&str)) -> Result<()> {
