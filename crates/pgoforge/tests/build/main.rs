@@ -14,9 +14,9 @@ mod package;
 mod pipeline;
 mod profile;
 
-/// The two tests whose benchmark must find the stand-in's known gain take turns: each one's
-/// baseline runs beside two busy loops, which otherwise slow the other's contenders too, and with
-/// the rest of the tier compiling beside them the gain was lost in the noise now and then.
+/// The two tests whose benchmark must find the stand-in's known gain take turns, so that one's
+/// servers never share a CPU with the other's: the gain they look for should be the stand-in's
+/// duty cycle (tests/fixtures/standin), not luck in the scheduling.
 pub fn measured_win_lock() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
