@@ -45,20 +45,64 @@ pub struct BenchPlan {
     /// benchmarks without training, so their hash stays.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trained_on: Vec<oltp::settings::TestName>,
+    /// A train × evaluate matrix: each trained contender's mix and what it trained on (then
+    /// `trained_on` is empty). Absent from other plans, so their hash stays.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub training: Vec<Training>,
+}
+
+/// One contender of a matrix and the training mix of its profile.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Training {
+    pub contender: String,
+    pub mix: String,
+    pub workloads: Vec<oltp::settings::TestName>,
 }
 
 impl BenchPlan {
-    /// The plan's workloads no profile was trained on (none when nothing was trained).
+    /// The plan's workloads some trained contender's profile never saw (none when nothing was
+    /// trained).
     pub fn held_out(&self) -> Vec<oltp::settings::TestName> {
-        if self.trained_on.is_empty() {
+        self.spec
+            .workloads
+            .iter()
+            .filter(|w| {
+                self.contenders
+                    .iter()
+                    .any(|c| self.held_out_for(&c.name).contains(w))
+            })
+            .copied()
+            .collect()
+    }
+
+    /// The plan's workloads `contender`'s profile was not trained on (none for a contender
+    /// without training).
+    pub fn held_out_for(&self, contender: &str) -> Vec<oltp::settings::TestName> {
+        let trained = if self.training.is_empty() {
+            &self.trained_on
+        } else {
+            match self.training.iter().find(|t| t.contender == contender) {
+                Some(t) => &t.workloads,
+                None => return Vec::new(),
+            }
+        };
+        if trained.is_empty() || contender == self.contenders[0].name {
             return Vec::new();
         }
         self.spec
             .workloads
             .iter()
-            .filter(|w| !self.trained_on.contains(w))
+            .filter(|w| !trained.contains(w))
             .copied()
             .collect()
+    }
+
+    /// The training mix `contender` was trained on, in a matrix.
+    pub fn mix_of(&self, contender: &str) -> Option<&str> {
+        self.training
+            .iter()
+            .find(|t| t.contender == contender)
+            .map(|t| t.mix.as_str())
     }
 }
 
@@ -127,6 +171,7 @@ mod tests {
             order_scheme: OrderScheme::Shuffle,
             reference_only: Vec::new(),
             trained_on: Vec::new(),
+            training: Vec::new(),
         };
         p.sweep_buffer_pool(&[512, 2048]);
         let names: Vec<&str> = p.contenders.iter().map(|c| c.name.as_str()).collect();

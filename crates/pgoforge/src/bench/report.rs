@@ -202,7 +202,7 @@ fn held_out(plan: &BenchPlan, cells: &[Cell], policy: Policy) -> Option<HeldOut>
     let names: Vec<String> = held.iter().map(|w| w.to_string()).collect();
     let regressions = cells
         .iter()
-        .filter(|c| names.contains(&c.workload))
+        .filter(|c| is_held_out(plan, c))
         .filter_map(|c| {
             let k = c.tps_vs_baseline.as_ref()?;
             (k.verdict == Verdict::Slower).then(|| {
@@ -221,6 +221,13 @@ fn held_out(plan: &BenchPlan, cells: &[Cell], policy: Policy) -> Option<HeldOut>
         regressions,
         allowed: policy.allow_held_out_regression,
     })
+}
+
+/// Whether the cell's workload is one its contender's profile was not trained on.
+pub fn is_held_out(plan: &BenchPlan, c: &Cell) -> bool {
+    plan.held_out_for(&c.contender)
+        .iter()
+        .any(|w| w.to_string() == c.workload)
 }
 
 /// Round by round, the contenders in the order they ran.
@@ -540,7 +547,6 @@ fn noisier_than_the_floor(cells: &mut [Cell], cal: &super::calibrate::Calibratio
 /// The winner to package: it must beat the baseline (after Holm), lose nowhere, have the best
 /// geometric mean — and beat the runner-up, or the decision says the two are tied.
 fn decide(plan: &BenchPlan, cells: &[Cell], geomeans: &[Geomean], policy: Policy) -> Decision {
-    let held: Vec<String> = plan.held_out().iter().map(|w| w.to_string()).collect();
     let mut qualified: Vec<(f64, String)> = Vec::new();
     for c in plan.contenders.iter().skip(1) {
         if plan.reference_only.contains(&c.name) {
@@ -553,7 +559,7 @@ fn decide(plan: &BenchPlan, cells: &[Cell], geomeans: &[Geomean], policy: Policy
             .any(|k| k.verdict == Verdict::Faster);
         // Slower anywhere disqualifies, except on a held-out workload when the user allows it.
         let slower = mine.iter().any(|x| {
-            let excused = policy.allow_held_out_regression && held.contains(&x.workload);
+            let excused = policy.allow_held_out_regression && is_held_out(plan, x);
             !excused
                 && x.tps_vs_baseline
                     .as_ref()
@@ -661,6 +667,7 @@ mod tests {
             order_scheme: OrderScheme::Balanced,
             reference_only: reference_only.iter().map(|s| s.to_string()).collect(),
             trained_on: Vec::new(),
+            training: Vec::new(),
         }
     }
 
@@ -772,6 +779,105 @@ mod tests {
     }
 
     const W: [f64; 9] = [3.0, -2.0, 5.0, -4.0, 1.0, -1.0, 4.0, -3.0, 2.0];
+
+    /// In a matrix each contender's held-out workloads are its own mix's complement, and the
+    /// matrix table flags every significantly slower cell, held out or not.
+    #[test]
+    fn a_matrix_holds_out_per_contender_and_flags_every_slower_cell() {
+        use crate::bench::plan::Training;
+        use oltp::settings::TestName;
+        let mut p = plan(&["baseline", "pgo@oltp", "pgo@tpcc", "lto"], &[]);
+        p.spec.workloads = vec![TestName::OltpReadOnly, TestName::Tpcc];
+        p.spec.threads = vec![4];
+        p.training = vec![
+            Training {
+                contender: "pgo@oltp".into(),
+                mix: "oltp".into(),
+                workloads: vec![TestName::OltpReadOnly],
+            },
+            Training {
+                contender: "pgo@tpcc".into(),
+                mix: "tpcc".into(),
+                workloads: vec![TestName::Tpcc],
+            },
+        ];
+        assert_eq!(p.held_out_for("pgo@oltp"), [TestName::Tpcc]);
+        assert_eq!(p.held_out_for("pgo@tpcc"), [TestName::OltpReadOnly]);
+        assert!(
+            p.held_out_for("lto").is_empty(),
+            "no profile, nothing held out"
+        );
+        assert!(p.held_out_for("baseline").is_empty());
+        assert_eq!(p.held_out(), [TestName::OltpReadOnly, TestName::Tpcc]);
+        let cells = vec![
+            cell("pgo@oltp", "oltp_read_only", 1.30, &W),
+            cell("pgo@oltp", "tpcc", 0.90, &W),
+            cell("pgo@tpcc", "oltp_read_only", 1.01, &W),
+            cell("pgo@tpcc", "tpcc", 1.25, &W),
+            cell("lto", "oltp_read_only", 0.85, &W),
+            cell("lto", "tpcc", 1.10, &W),
+        ];
+        let (d, h) = decided_with(&p, cells.clone(), Policy::default());
+        let h = h.unwrap();
+        assert_eq!(
+            h.regressions.len(),
+            1,
+            "lto's slower read_only is not held out: {h:?}"
+        );
+        assert!(h.regressions[0].starts_with("pgo@oltp tpcc"), "{h:?}");
+        assert_eq!(d.winner.as_deref(), Some("pgo@tpcc"));
+        let mut cells = cells;
+        correct_over_the_run(&mut cells);
+        let r = Report {
+            plan: p,
+            environment: Environment::default(),
+            cells,
+            geomeans: Vec::new(),
+            rounds_found: 9,
+            cachegrind: Vec::new(),
+            orders: Vec::new(),
+            load_trace: Vec::new(),
+            noise_floor: None,
+            gate: None,
+            decision: Some(d),
+            held_out: Some(h),
+        };
+        let t = crate::bench::export::matrix::table(&r).unwrap();
+        assert_eq!(
+            t.header,
+            [
+                "workload",
+                "threads",
+                "pgo@oltp (trained on oltp)",
+                "pgo@tpcc (trained on tpcc)",
+                "lto"
+            ]
+        );
+        assert_eq!(t.rows.len(), 2);
+        let read_only = &t.rows[0];
+        assert!(
+            read_only[2].starts_with("+3") && read_only[2].ends_with("] faster"),
+            "{}",
+            read_only[2]
+        );
+        assert!(read_only[3].ends_with("n.s. (h)"), "{}", read_only[3]);
+        assert!(read_only[4].ends_with("REGRESSION"), "{}", read_only[4]);
+        assert!(t.rows[1][2].ends_with("REGRESSION (h)"), "{}", t.rows[1][2]);
+        let lead = crate::bench::export::matrix::lead(&r);
+        assert!(lead.contains("all 6 comparisons"), "{lead}");
+        assert!(
+            lead.contains(
+                "Regressions: pgo@oltp tpcc at 4 threads; lto oltp_read_only at 4 threads."
+            ),
+            "{lead}"
+        );
+        // Text and Markdown show it; a report without a matrix has none.
+        assert!(crate::bench::export::text::text(&r).contains("Train × evaluate matrix"));
+        let mut plain = r.clone();
+        plain.plan.training.clear();
+        assert!(crate::bench::export::matrix::table(&plain).is_none());
+        assert!(!crate::bench::export::text::text(&plain).contains("Train × evaluate matrix"));
+    }
 
     #[test]
     fn the_winner_beats_the_baseline_loses_nowhere_and_is_tested_against_the_runner_up() {

@@ -68,6 +68,19 @@ impl BenchSpec {
         }
     }
 
+    /// The train × evaluate matrix (`run --matrix`): the standard workloads at 1, 4, 16 and 64
+    /// client threads (on 2 cores the high counts test contention, not scaling), in runs of 5 s
+    /// after 2 s of warm-up — 16 cells per contender and round, and Holm over 48 comparisons
+    /// needs 11 rounds, so each run is short and the rounds many.
+    pub fn matrix() -> BenchSpec {
+        BenchSpec {
+            threads: vec![1, 4, 16, 64],
+            seconds: 5,
+            warmup_seconds: 2,
+            ..BenchSpec::standard()
+        }
+    }
+
     /// A first look (`--quick`): two workloads (no tpcc, no held-out check), runs of 10 s on a
     /// smaller dataset.
     pub fn quick() -> BenchSpec {

@@ -194,11 +194,15 @@ impl BenchSpecArgs {
     }
 
     pub fn spec(&self, quick: bool) -> BenchSpec {
-        let d = if quick {
+        self.spec_over(if quick {
             BenchSpec::quick()
         } else {
             BenchSpec::standard()
-        };
+        })
+    }
+
+    /// The given values over the defaults `d`.
+    pub fn spec_over(&self, d: BenchSpec) -> BenchSpec {
         BenchSpec {
             workloads: if self.workloads.is_empty() {
                 d.workloads

@@ -128,6 +128,7 @@ pub fn main(a: BenchArgs) -> Result<i32> {
         order_scheme: resumed.map_or(OrderScheme::Williams, |(_, o)| o),
         reference_only: Vec::new(),
         trained_on: Vec::new(),
+        training: Vec::new(),
     };
     plan.sweep_buffer_pool(&a.sweep_buffer_pool_mb);
     if !a.spec.rounds_given() {

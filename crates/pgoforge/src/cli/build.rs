@@ -85,6 +85,7 @@ pub fn main(a: BuildArgs) -> Result<i32> {
         compiler: &compiler,
         variant: a.variant,
         profile: profile.as_ref(),
+        mix: None,
         jobs: a.jobs,
     };
     let out = t.run(&stage, &cx)?;

@@ -93,6 +93,7 @@ pub fn main(a: CalibrateArgs) -> Result<i32> {
         order_scheme: OrderScheme::Williams,
         reference_only: Vec::new(),
         trained_on: Vec::new(),
+        training: Vec::new(),
     };
     let reporter = super::reporter(a.json);
     let started = Instant::now();

@@ -11,6 +11,7 @@ use pgoforge::events::Reporter;
 use pgoforge::gate::GateMode;
 use pgoforge::infra::time::human;
 use pgoforge::pipeline::{self, deps, Env, Outcome, RunPlan, RunRequest};
+use pgoforge::profile::train::{Mix, NamedMix};
 use pgoforge::recipe::Recipe;
 
 use super::args::{
@@ -33,8 +34,20 @@ pub struct RunArgs {
     variants: Vec<Variant>,
     /// Short training and benchmark, one variant (pgo): the cheapest useful look, three builds
     /// and no BOLT.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "matrix")]
     quick: bool,
+    /// The train × evaluate matrix: one build per training mix [--variants pgo+lto, --train-mix
+    /// oltp, tpcc and oltp+tpcc], each benchmarked against the baseline on every workload [the
+    /// standard four] at 1, 4, 16 and 64 client threads [--time 5 --warmup 2]; the report adds a
+    /// table of gains by mix, workload and threads, and flags every significantly slower cell.
+    #[arg(long)]
+    matrix: bool,
+    /// A training mix (repeatable; several make a train × evaluate matrix, each contender named
+    /// VARIANT@MIX): oltp (the standard mix, or --mix), tpcc (sysbench-tpcc for 300 s), oltp+tpcc
+    /// (both, one after the other), or NAME=PHASES (test[@text][:seconds[:threads]], comma-
+    /// separated) [oltp].
+    #[arg(long = "train-mix", value_name = "MIX")]
+    train_mix: Vec<String>,
     /// Build X separately when X and X+bolt are both listed (instead of X being the bolt-ready
     /// build unBOLTed); the bolt-ready build is then compared unBOLTed too, as X-prebolt, which
     /// shows what bolt-readiness costs.
@@ -102,13 +115,37 @@ pub struct RunArgs {
 const INTERRUPTED: &str = "\npgoforge run: interrupted. Finished stages are kept (run-state.json, \
 finished builds, benchmark rounds already written); rerun the same command to continue.\n";
 
-fn default_variants(quick: bool) -> Vec<Variant> {
-    let names: &[&str] = if quick { &["pgo"] } else { &["pgo+lto+bolt"] };
+fn default_variants(quick: bool, matrix: bool) -> Vec<Variant> {
+    let names: &[&str] = if quick {
+        &["pgo"]
+    } else if matrix {
+        &["pgo+lto"]
+    } else {
+        &["pgo+lto+bolt"]
+    };
     names
         .iter()
         .map(|n| n.parse().expect("a valid variant"))
         .collect()
 }
+
+/// The mixes of `--train-mix` (or of `--matrix`), named; `oltp` alone when none is given.
+fn training_mixes(a: &RunArgs, oltp: &Mix) -> Result<Vec<NamedMix>, String> {
+    let names: Vec<String> = if !a.train_mix.is_empty() {
+        a.train_mix.clone()
+    } else if a.matrix {
+        MATRIX_MIXES.iter().map(|s| s.to_string()).collect()
+    } else {
+        vec!["oltp".into()]
+    };
+    names
+        .iter()
+        .map(|n| NamedMix::parse(n, oltp).map_err(|e| format!("--train-mix: {e}")))
+        .collect()
+}
+
+/// The training mixes of `--matrix`.
+const MATRIX_MIXES: [&str; 3] = ["oltp", "tpcc", "oltp+tpcc"];
 
 /// Installs (or names) what the run needs and this machine lacks.
 fn ensure_deps(
@@ -152,12 +189,18 @@ fn ensure_deps(
 pub fn main(a: RunArgs) -> Result<i32> {
     let t0 = Instant::now();
     let variants = if a.variants.is_empty() {
-        default_variants(a.quick)
+        default_variants(a.quick, a.matrix)
     } else {
         a.variants.clone()
     };
     let mix = a.mix.mix(a.quick).unwrap_or_else(|e| super::usage_error(e));
-    let bench = a.bench.spec(a.quick);
+    let mixes = training_mixes(&a, &mix).unwrap_or_else(|e| super::usage_error(e));
+    let bench = if a.matrix {
+        a.bench
+            .spec_over(pgoforge::bench::spec::BenchSpec::matrix())
+    } else {
+        a.bench.spec(a.quick)
+    };
     if let Err(e) = bench.check() {
         super::usage_error(e);
     }
@@ -175,7 +218,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
         compiler: a.compiler.find()?,
         variants,
         profile: a.profile.clone(),
-        mix,
+        mixes,
         bench,
         server: a.server.config(),
         bolt_flags: words(&a.bolt_flags),

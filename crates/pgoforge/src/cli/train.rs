@@ -48,6 +48,7 @@ pub fn main(a: TrainArgs) -> Result<i32> {
             compiler: &compiler,
             variant: "pgo-gen".parse::<Variant>().expect("a valid variant"),
             profile: None,
+            mix: None,
             jobs: 0,
         },
         &cx,
@@ -55,6 +56,7 @@ pub fn main(a: TrainArgs) -> Result<i32> {
     let config = a.server.config();
     let stored = t.run(
         &TrainStage {
+            mix_name: None,
             gen: &gen,
             base: None,
             mix: &mix,

@@ -25,7 +25,7 @@ pub(super) fn build_contenders(
     plan: &RunPlan,
     src: &Source,
     baseline: &BuildOutput,
-    profile: Option<&Profile>,
+    profiles: &[Profile],
     t: &mut Tracker,
     cx: &Ctx,
     warnings: &mut Vec<String>,
@@ -34,12 +34,21 @@ pub(super) fn build_contenders(
         cx.reporter.warning(&msg);
         warnings.push(msg);
     };
-    let mut built: Vec<(Variant, BuildOutput)> = vec![(baseline_variant(plan), baseline.clone())];
+    let mut built: Vec<(Variant, Option<String>, BuildOutput)> =
+        vec![(baseline_variant(plan), None, baseline.clone())];
     for b in &plan.builds[1..] {
         if b.variant.instrumented() {
             continue;
         }
-        let first = profile.map(|(i, _)| i);
+        // The profile of the build's training mix (the first mix's, unless it names another).
+        let mix_index = b.mix.as_ref().map_or(0, |m| {
+            plan.request
+                .mixes
+                .iter()
+                .position(|x| &x.name == m)
+                .unwrap_or(0)
+        });
+        let first = profiles.get(mix_index).map(|(i, _)| i);
         let cs = match (b.variant.cs_gen(), first) {
             (Some(g), Some(first)) => match cs_profile(plan, src, baseline, g, first, t, cx) {
                 Ok(p) => Some(p),
@@ -60,7 +69,10 @@ pub(super) fn build_contenders(
             .as_ref()
             .or_else(|| b.variant.needs_profile().then_some(first).flatten());
         // A failed build is never cached, so a rerun tries it again.
-        match t.run(&build_stage(plan, src, b.variant, input), cx) {
+        match t.run(
+            &build_stage(plan, src, b.variant, input, b.mix.as_deref()),
+            cx,
+        ) {
             Ok(out) => {
                 if b.variant.needs_profile() && out.missing_profile_warnings > 0 {
                     warn(warnings, format!(
@@ -68,7 +80,7 @@ pub(super) fn build_contenders(
                         b.variant, out.missing_profile_warnings, out.log.display()
                     ));
                 }
-                built.push((b.variant, out));
+                built.push((b.variant, b.mix.clone(), out));
             }
             Err(e) => warn(
                 warnings,
@@ -80,9 +92,9 @@ pub(super) fn build_contenders(
         }
     }
     let mut contenders = Vec::new();
-    let bolt_mix = plan.request.mix.for_bolt();
+    let bolt_mix = plan.request.mix().for_bolt();
     for c in &plan.contenders {
-        let Some((_, b)) = built.iter().find(|(v, _)| *v == c.build) else {
+        let Some((_, _, b)) = built.iter().find(|(v, m, _)| *v == c.build && *m == c.mix) else {
             continue;
         };
         if !c.bolted {

@@ -37,7 +37,7 @@ use stages::*;
 pub use state::Tracker;
 
 use contenders::{build_contenders, candidates, identities, outside_contenders, stop_regressed};
-use profiles::{given_profile, train_profile, Profile};
+use profiles::{given_profile, train_profiles, Profile};
 
 /// Runs the whole pipeline; returns what it made and the benchmark's report.
 pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)> {
@@ -52,21 +52,17 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
     let src = t.run(&source_stage(req), &cx)?;
     let given = given_profile(plan, &src)?;
     deps::check_space(&work, unfinished_builds(plan, &src, given.as_ref(), &work))?;
-    let baseline = t.run(&build_stage(plan, &src, plan.builds[0].variant, None), &cx)?;
-    let profile = match given {
-        Some(p) => Some(p),
-        None => train_profile(plan, &src, &baseline, &mut t, &cx)?,
+    let baseline = t.run(
+        &build_stage(plan, &src, plan.builds[0].variant, None, None),
+        &cx,
+    )?;
+    let profiles = match given {
+        Some(p) => vec![p],
+        None => train_profiles(plan, &src, &baseline, &mut t, &cx)?,
     };
     let mut warnings = Vec::new();
-    let mut contenders = build_contenders(
-        plan,
-        &src,
-        &baseline,
-        profile.as_ref(),
-        &mut t,
-        &cx,
-        &mut warnings,
-    )?;
+    let mut contenders =
+        build_contenders(plan, &src, &baseline, &profiles, &mut t, &cx, &mut warnings)?;
     contenders.extend(outside_contenders(req)?);
     t.run(&gate_stage(req, &contenders), &cx)?;
     let mtr = match mtr_stage(plan, &src, &baseline, &contenders) {
@@ -78,7 +74,7 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
     }
     let seed = t.run(&SeedStage { given: req.seed }, &cx)?;
     // Trained contenders make every benchmark workload outside the mix a held-out one.
-    let trained = profile.is_some() || contenders.iter().any(|c| c.bolt.is_some());
+    let trained = !profiles.is_empty() || contenders.iter().any(|c| c.bolt.is_some());
     let bench = bench_stage(plan, &src, &contenders, seed, trained);
     let run_dir = t.run(&bench, &cx)?;
     if let Some(g) = &mtr {
@@ -101,7 +97,7 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
         recipe: req.recipe.name.clone(),
         source: src,
         contenders,
-        profile: profile.and_then(|(_, s)| s),
+        profile: profiles.into_iter().next().and_then(|(_, s)| s),
         run_dir,
         winner: winner(&report),
         package: None,
@@ -128,6 +124,7 @@ pub(super) fn build_stage<'a>(
     src: &'a Source,
     variant: Variant,
     profile: Option<&'a ProfileInput>,
+    mix: Option<&str>,
 ) -> BuildStage<'a> {
     BuildStage {
         recipe: &plan.request.recipe,
@@ -135,6 +132,7 @@ pub(super) fn build_stage<'a>(
         compiler: &plan.request.compiler,
         variant,
         profile,
+        mix: mix.map(str::to_string),
         jobs: 0,
     }
 }
@@ -142,6 +140,7 @@ pub(super) fn build_stage<'a>(
 /// Builds not finished yet, for the disk-space check (one needing a profile not yet trained
 /// counts as not finished).
 fn unfinished_builds(plan: &RunPlan, src: &Source, given: Option<&Profile>, work: &Path) -> usize {
+    // (A given profile serves a run of one mix: validate refuses --profile in a matrix.)
     plan.builds
         .iter()
         .filter(|b| {
@@ -150,7 +149,7 @@ fn unfinished_builds(plan: &RunPlan, src: &Source, given: Option<&Profile>, work
                 ProfileFrom::Given => given.map(|(i, _)| i),
                 ProfileFrom::Trained | ProfileFrom::CsTrained => return true,
             };
-            !build_stage(plan, src, b.variant, p).finished(work)
+            !build_stage(plan, src, b.variant, p, None).finished(work)
         })
         .count()
 }
@@ -219,10 +218,15 @@ fn bench_stage(
             seed,
             order_scheme: OrderScheme::Williams,
             reference_only: req.outside.iter().map(|c| c.name.clone()).collect(),
-            trained_on: if trained {
-                let mut v: Vec<_> = req.mix.phases.iter().map(|p| p.test).collect();
+            trained_on: if trained && !req.is_matrix() {
+                let mut v: Vec<_> = req.mix().phases.iter().map(|p| p.test).collect();
                 v.dedup();
                 v
+            } else {
+                Vec::new()
+            },
+            training: if req.is_matrix() {
+                training(plan, contenders)
             } else {
                 Vec::new()
             },
@@ -238,6 +242,27 @@ fn bench_stage(
             ),
         },
     }
+}
+
+/// A matrix's contenders and their training mixes (the built ones: a build that failed is gone).
+fn training(plan: &RunPlan, contenders: &[RunContender]) -> Vec<crate::bench::plan::Training> {
+    let mixes = &plan.request.mixes;
+    plan.contenders
+        .iter()
+        .filter(|c| c.build.needs_profile() && contenders.iter().any(|r| r.name == c.name))
+        .map(|c| {
+            let m = c
+                .mix
+                .as_ref()
+                .and_then(|n| mixes.iter().find(|m| &m.name == n))
+                .unwrap_or(&mixes[0]);
+            crate::bench::plan::Training {
+                contender: c.name.clone(),
+                mix: m.name.clone(),
+                workloads: m.workloads(),
+            }
+        })
+        .collect()
 }
 
 fn cachegrind_stage(plan: &RunPlan, bench: &BenchPlan, run_dir: &Path) -> CachegrindStage {

@@ -34,33 +34,39 @@ pub(super) fn given_profile(plan: &RunPlan, src: &Source) -> Result<Option<Profi
     Ok(Some((ProfileInput::from_path(p), stored)))
 }
 
-/// The pgo-gen build trained on the mix, when the plan trains.
-pub(super) fn train_profile(
+/// The pgo-gen build trained on each of the run's mixes, in their order (none when the plan does
+/// not train).
+pub(super) fn train_profiles(
     plan: &RunPlan,
     src: &Source,
     baseline: &BuildOutput,
     t: &mut Tracker,
     cx: &Ctx,
-) -> Result<Option<Profile>> {
+) -> Result<Vec<Profile>> {
     let Some(gen) = plan
         .builds
         .iter()
         .find(|b| b.variant.phase == crate::builder::PgoPhase::PgoGen)
     else {
-        return Ok(None);
+        return Ok(Vec::new());
     };
-    let gen = t.run(&build_stage(plan, src, gen.variant, None), cx)?;
-    let stored = t.run(
-        &TrainStage {
-            gen: &gen,
-            base: None,
-            mix: &plan.request.mix,
-            server: &plan.request.server,
-            dataset_from: Some(&baseline.binary),
-        },
-        cx,
-    )?;
-    Ok(Some((stored.input(), Some(stored))))
+    let gen = t.run(&build_stage(plan, src, gen.variant, None, None), cx)?;
+    let mut out = Vec::new();
+    for (i, m) in plan.request.mixes.iter().enumerate() {
+        let stored = t.run(
+            &TrainStage {
+                gen: &gen,
+                base: None,
+                mix: &m.mix,
+                mix_name: (i > 0).then_some(m.name.as_str()),
+                server: &plan.request.server,
+                dataset_from: Some(&baseline.binary),
+            },
+            cx,
+        )?;
+        out.push((stored.input(), Some(stored)));
+    }
+    Ok(out)
 }
 
 /// The profile of a cs-pgo variant: its cs-pgo-gen build (optimized with the first profile)
@@ -74,12 +80,13 @@ pub(super) fn cs_profile(
     t: &mut Tracker,
     cx: &Ctx,
 ) -> Result<ProfileInput> {
-    let gen = t.run(&build_stage(plan, src, gen, Some(first)), cx)?;
+    let gen = t.run(&build_stage(plan, src, gen, Some(first), None), cx)?;
     let stored = t.run(
         &TrainStage {
             gen: &gen,
             base: Some(first.path()),
-            mix: &plan.request.mix,
+            mix: plan.request.mix(),
+            mix_name: None,
             server: &plan.request.server,
             dataset_from: Some(&baseline.binary),
         },

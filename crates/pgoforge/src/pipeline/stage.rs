@@ -15,14 +15,18 @@ use crate::events::Reporter;
 
 /// A stage's name: the key of its record in run-state.json, the name in events and in the stage
 /// table. Written as it always was (`source`, `build pgo+lto`, `train`, `train cs-pgo-gen+lto`,
-/// `bolt pgo+lto+bolt`, `gate`, ...), so finished runs find their records.
+/// `bolt pgo+lto+bolt`, `gate`, ...), so finished runs find their records; a matrix's further
+/// training mixes add `train @tpcc` and `build pgo+lto@tpcc`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StageId {
     Source,
-    Build(Variant),
+    /// A build, and the training mix of its profile when that is not the run's first.
+    Build(Variant, Option<String>),
     /// The training of the pgo-gen build (`train`), or of a later instrumented build whose
     /// profile builds on the first (`train cs-pgo-gen+lto`).
     Train(Option<String>),
+    /// The pgo-gen build trained on a matrix's further training mix.
+    TrainOn(String),
     /// BOLT on one binary: a contender's name, or the binary's path when run alone.
     Bolt(String),
     Gate,
@@ -38,9 +42,11 @@ impl std::fmt::Display for StageId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             StageId::Source => f.write_str("source"),
-            StageId::Build(v) => write!(f, "build {v}"),
+            StageId::Build(v, None) => write!(f, "build {v}"),
+            StageId::Build(v, Some(m)) => write!(f, "build {v}@{m}"),
             StageId::Train(None) => f.write_str("train"),
             StageId::Train(Some(v)) => write!(f, "train {v}"),
+            StageId::TrainOn(m) => write!(f, "train @{m}"),
             StageId::Bolt(name) => write!(f, "bolt {name}"),
             StageId::Gate => f.write_str("gate"),
             StageId::Mtr => f.write_str("mtr"),
@@ -102,9 +108,11 @@ mod tests {
         let v = |s: &str| s.parse::<Variant>().unwrap();
         let names: Vec<String> = [
             StageId::Source,
-            StageId::Build(v("pgo+lto+bolt")),
+            StageId::Build(v("pgo+lto+bolt"), None),
+            StageId::Build(v("pgo+lto"), Some("tpcc".into())),
             StageId::Train(None),
             StageId::Train(Some("cs-pgo-gen+lto".into())),
+            StageId::TrainOn("oltp+tpcc".into()),
             StageId::Bolt("pgo+lto+bolt".into()),
             StageId::Gate,
             StageId::Mtr,
@@ -128,8 +136,10 @@ mod tests {
             [
                 "source",
                 "build pgo+lto+bolt",
+                "build pgo+lto@tpcc",
                 "train",
                 "train cs-pgo-gen+lto",
+                "train @oltp+tpcc",
                 "bolt pgo+lto+bolt",
                 "gate",
                 "mtr",

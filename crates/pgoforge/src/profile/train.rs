@@ -107,6 +107,79 @@ impl Mix {
     }
 }
 
+/// A training mix with the name the train × evaluate matrix shows it under.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamedMix {
+    pub name: String,
+    pub mix: Mix,
+}
+
+/// The tpcc training phase: sysbench-tpcc's mix for as long as the standard OLTP mix runs, at its
+/// thread count.
+pub const TPCC_PHASES: &str = "tpcc:300:4";
+
+impl NamedMix {
+    /// A mix by name, on `oltp`'s dataset size: `oltp` is `oltp` itself (the standard mix, or
+    /// `--mix`), `tpcc` is [`TPCC_PHASES`], a `+`-joined list of those is their phases one after
+    /// the other (`oltp+tpcc`: the union), and `NAME=PHASES` is a mix of one's own.
+    pub fn parse(spec: &str, oltp: &Mix) -> Result<NamedMix, String> {
+        let spec = spec.trim();
+        let (name, phases) = match spec.split_once('=') {
+            Some((n, p)) => (n.trim(), Some(p)),
+            None => (spec, None),
+        };
+        let well_formed = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+_-".contains(c));
+        if !well_formed {
+            return Err(format!(
+                "training mix '{spec}': a name is letters, digits, '+', '_' or '-' (e.g. oltp, tpcc, oltp+tpcc, mine=oltp_point_select:60,tpcc:120)"
+            ));
+        }
+        let phases = match phases {
+            Some(p) => {
+                p.parse::<Phases>()
+                    .map_err(|e| format!("training mix {name}: {e}"))?
+                    .0
+            }
+            None => {
+                let mut v = Vec::new();
+                for part in name.split('+') {
+                    match part {
+                        "oltp" => v.extend(oltp.phases.iter().cloned()),
+                        "tpcc" => v.extend(TPCC_PHASES.parse::<Phases>().expect("valid phases").0),
+                        _ => {
+                            return Err(format!(
+                                "unknown training mix '{part}' (known: oltp, tpcc, and their union oltp+tpcc; give your own as NAME=PHASES)"
+                            ))
+                        }
+                    }
+                }
+                v
+            }
+        };
+        Ok(NamedMix {
+            name: name.to_string(),
+            mix: Mix {
+                phases,
+                ..oltp.clone()
+            },
+        })
+    }
+
+    /// The workloads the mix trains on, each once.
+    pub fn workloads(&self) -> Vec<TestName> {
+        let mut v: Vec<TestName> = Vec::new();
+        for p in &self.mix.phases {
+            if !v.contains(&p.test) {
+                v.push(p.test);
+            }
+        }
+        v
+    }
+}
+
 /// Why `replay` is refused in benchmarks and training mixes, and what works meanwhile.
 pub const NOT_YET_REPLAY: &str =
     "replay is not yet a benchmark or training workload (the dataset template does not carry \
@@ -471,5 +544,44 @@ mod tests {
             .phases
             .iter()
             .all(|p| p.seconds >= 4));
+    }
+
+    #[test]
+    fn named_mixes_are_oltp_tpcc_their_union_or_your_own() {
+        let oltp = Mix::quick();
+        let m = NamedMix::parse("oltp", &oltp).unwrap();
+        assert_eq!(m.mix, oltp);
+        let t = NamedMix::parse("tpcc", &oltp).unwrap();
+        assert_eq!(t.workloads(), [TestName::Tpcc]);
+        assert!(!t.mix.phases[0].prepared, "sysbench-tpcc speaks text");
+        assert_eq!(
+            (t.mix.tables, t.mix.table_size),
+            (oltp.tables, oltp.table_size)
+        );
+        let u = NamedMix::parse("oltp+tpcc", &oltp).unwrap();
+        assert_eq!(u.mix.phases.len(), oltp.phases.len() + 1);
+        assert_eq!(u.mix.phases[..oltp.phases.len()], oltp.phases[..]);
+        assert_eq!(
+            u.workloads(),
+            [
+                TestName::OltpPointSelect,
+                TestName::OltpReadOnly,
+                TestName::OltpReadWrite,
+                TestName::Tpcc
+            ]
+        );
+        let own = NamedMix::parse("mine=oltp_point_select:60,tpcc:120:8", &oltp).unwrap();
+        assert_eq!(own.name, "mine");
+        assert_eq!(own.mix.phases[1].threads, 8);
+        for (bad, says) in [
+            ("olap", "unknown training mix 'olap'"),
+            ("a b", "a name is letters"),
+            ("=tpcc:5", "a name is letters"),
+            ("x=tpcc:zero", "training mix x: bad seconds"),
+            ("r=replay:5", "replay is not yet"),
+        ] {
+            let e = NamedMix::parse(bad, &oltp).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 }

@@ -214,6 +214,75 @@ fn run_and_package_usage_errors() {
     assert!(r.stderr.contains("has no finished run"), "{}", r.stderr);
 }
 
+/// `run --matrix --plan`: one pgo+lto build per training mix, each its own training and
+/// contender, 16 cells each; a matrix that cannot work is refused before anything runs.
+#[test]
+fn a_matrix_is_planned_one_build_per_training_mix_and_bad_ones_are_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let w = t.path().to_str().unwrap();
+    let r = common::pgoforge(&["run", "--matrix", "--plan", "--work-dir", w]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let plan: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let strings = |v: &serde_json::Value, field: &str| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                let x = if field.is_empty() { x } else { &x[field] };
+                x.as_str().unwrap().to_string()
+            })
+            .collect()
+    };
+    assert_eq!(
+        strings(&plan["contenders"], "name"),
+        [
+            "baseline",
+            "pgo+lto@oltp",
+            "pgo+lto@tpcc",
+            "pgo+lto@oltp+tpcc"
+        ]
+    );
+    let stages = strings(&plan["stages"], "");
+    for s in [
+        "train",
+        "train @tpcc",
+        "train @oltp+tpcc",
+        "build pgo+lto",
+        "build pgo+lto@tpcc",
+        "build pgo+lto@oltp+tpcc",
+        "bench",
+    ] {
+        assert!(stages.contains(&s.to_string()), "{s}: {stages:?}");
+    }
+    let tpcc = &plan["request"]["mixes"][1];
+    assert_eq!(tpcc["name"], "tpcc");
+    assert_eq!(tpcc["mix"]["phases"][0]["test"], "tpcc");
+    let bench = &plan["request"]["bench"];
+    assert_eq!(bench["threads"], serde_json::json!([1, 4, 16, 64]));
+    // 3 contenders x 4 workloads x 4 thread counts: Holm over 48 comparisons needs 11 rounds,
+    // and Williams blocks of 4 make 12.
+    assert_eq!(bench["rounds"], 12);
+    assert!(!t.path().join("run-state.json").exists(), "planned only");
+    for (args, says) in [
+        (
+            vec!["--matrix", "--variants", "pgo+lto+bolt"],
+            "not built per mix yet",
+        ),
+        (vec!["--train-mix", "olap"], "unknown training mix 'olap'"),
+        (
+            vec!["--train-mix", "tpcc", "--train-mix", "tpcc"],
+            "tpcc is listed twice",
+        ),
+        (vec!["--matrix", "--quick"], "cannot be used with"),
+    ] {
+        let mut a = vec!["run", "--plan", "--work-dir", w];
+        a.extend(args.iter().copied());
+        let r = common::pgoforge(&a);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
+    }
+}
+
 #[test]
 fn a_second_pgoforge_on_the_same_work_dir_is_refused_and_told_who_has_it() {
     let t = tempfile::tempdir().unwrap();

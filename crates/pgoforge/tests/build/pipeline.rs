@@ -16,7 +16,7 @@ use oltp::settings::TestName;
 use pgoforge::bench::spec::BenchSpec;
 use pgoforge::events::{Collect, Event};
 use pgoforge::pipeline::{self, Env, RunPlan, RunRequest, Tracker};
-use pgoforge::profile::train::Mix;
+use pgoforge::profile::train::{Mix, NamedMix};
 use pgoforge::recipe::Recipe;
 use pgoforge::server::ServerConfig;
 use pgoforge::toolchain::{Compiler, FlagFamily};
@@ -62,7 +62,10 @@ fn request(
         compiler,
         variants: vec![variant.parse().unwrap()],
         profile,
-        mix: Mix::quick(),
+        mixes: vec![NamedMix {
+            name: "oltp".into(),
+            mix: Mix::quick(),
+        }],
         bench,
         server: ServerConfig {
             buffer_pool_mb: 64,

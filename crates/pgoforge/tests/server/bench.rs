@@ -52,6 +52,7 @@ fn plan(rounds: u32) -> BenchPlan {
         order_scheme: OrderScheme::Balanced,
         reference_only: Vec::new(),
         trained_on: Vec::new(),
+        training: Vec::new(),
     }
 }
 

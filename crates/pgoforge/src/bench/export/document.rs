@@ -5,11 +5,7 @@ use crate::bench::cachegrind::CgRecord;
 use crate::bench::order::OrderScheme;
 use crate::bench::report::Report;
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct Table {
-    pub header: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-}
+pub use super::Table;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Block {
@@ -271,6 +267,9 @@ pub fn document(r: &Report) -> Vec<Block> {
             r.plan.seed,
             rounds.join("; ")
         )));
+    }
+    if let Some(t) = super::matrix::table(r) {
+        d.push(Block::Counts(super::matrix::lead(r), t));
     }
     d.push(Block::Table(results(r)));
     let lat: Vec<String> = r

@@ -7,6 +7,7 @@ pub mod document;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod matrix;
 pub mod text;
 
 use std::path::Path;
@@ -37,6 +38,13 @@ pub fn write_all(dir: &Path, r: &Report) -> Result<()> {
         crate::infra::fs::write_atomic(&dir.join(e.file_name()), e.render(r)?)?;
     }
     Ok(())
+}
+
+/// A table as the formats render it: a header row and rows of cells.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
 }
 
 /// `+12.3%` for a ratio of 1.123.

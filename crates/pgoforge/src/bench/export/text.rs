@@ -44,6 +44,14 @@ pub fn text(r: &Report) -> String {
     if let Some(h) = &r.held_out {
         let _ = writeln!(o, "{}", h.sentence());
     }
+    if let Some(t) = super::matrix::table(r) {
+        let _ = writeln!(
+            o,
+            "{}\n{}",
+            super::matrix::lead(r),
+            markdown::table(&t).trim_end()
+        );
+    }
     if let Some(g) = &r.gate {
         for line in g.report_lines() {
             let _ = writeln!(o, "gate (mysql-test-run): {line}");

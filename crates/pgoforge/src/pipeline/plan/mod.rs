@@ -13,7 +13,7 @@ use crate::bench::spec::BenchSpec;
 use crate::builder::Variant;
 use crate::gate::GateMode;
 use crate::pipeline::stage::StageId;
-use crate::profile::train::Mix;
+use crate::profile::train::{Mix, NamedMix};
 use crate::recipe::Recipe;
 use crate::server::ServerConfig;
 use crate::toolchain::{Bolt, Compiler};
@@ -38,7 +38,10 @@ pub struct RunRequest {
     pub variants: Vec<Variant>,
     /// A trained profile to use instead of building and training pgo-gen.
     pub profile: Option<PathBuf>,
-    pub mix: Mix,
+    /// The training mixes, at least one. The first is the one BOLT and cs-pgo train on. Several
+    /// make the train × evaluate matrix: each mix its own training and its own build of every
+    /// variant that uses a profile, compared as VARIANT@MIX.
+    pub mixes: Vec<NamedMix>,
     pub bench: BenchSpec,
     /// The configuration of every server the run starts: training, BOLT's profiling run, the
     /// gate, the benchmark (cachegrind overrides the buffer pool, see
@@ -108,15 +111,33 @@ pub enum ProfileFrom {
 pub struct PlannedBuild {
     pub variant: Variant,
     pub profile: ProfileFrom,
+    /// The training mix whose profile it uses, for the mixes after the first (the first's builds
+    /// keep the names a run with one mix gives them, so they are found again).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mix: Option<String>,
 }
 
 /// One binary of the benchmark and how it comes about.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct PlannedContender {
     pub name: String,
-    /// The build it is (or is BOLTed from).
+    /// The build it is (or is BOLTed from): the variant, and its [`PlannedBuild::mix`].
     pub build: Variant,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mix: Option<String>,
     pub bolted: bool,
+}
+
+impl RunRequest {
+    /// The first training mix: the one BOLT's profiling run and cs-pgo's second training use.
+    pub fn mix(&self) -> &Mix {
+        &self.mixes[0].mix
+    }
+
+    /// Whether this run is a train × evaluate matrix (several training mixes).
+    pub fn is_matrix(&self) -> bool {
+        self.mixes.len() > 1
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -148,18 +169,24 @@ impl RunPlan {
         let mut builds = vec![PlannedBuild {
             variant: baseline,
             profile: ProfileFrom::NoProfile,
+            mix: None,
         }];
-        let mut stages = vec![StageId::Source, StageId::Build(baseline)];
+        let mut stages = vec![StageId::Source, StageId::Build(baseline, None)];
         if from == ProfileFrom::Trained {
             builds.push(PlannedBuild {
                 variant: gen,
                 profile: ProfileFrom::NoProfile,
+                mix: None,
             });
-            stages.extend([StageId::Build(gen), StageId::Train(None)]);
+            stages.extend([StageId::Build(gen, None), StageId::Train(None)]);
+            for m in &req.mixes[1..] {
+                stages.push(StageId::TrainOn(m.name.clone()));
+            }
         }
         let mut contenders = vec![PlannedContender {
             name: "baseline".into(),
             build: baseline,
+            mix: None,
             bolted: false,
         }];
         for &v in &req.variants {
@@ -173,8 +200,9 @@ impl RunPlan {
                     builds.push(PlannedBuild {
                         variant: g,
                         profile: from,
+                        mix: None,
                     });
-                    stages.extend([StageId::Build(g), StageId::Train(Some(g.to_string()))]);
+                    stages.extend([StageId::Build(g, None), StageId::Train(Some(g.to_string()))]);
                 }
             }
             builds.push(PlannedBuild {
@@ -186,12 +214,39 @@ impl RunPlan {
                 } else {
                     ProfileFrom::NoProfile
                 },
+                mix: None,
             });
-            stages.push(StageId::Build(v));
+            stages.push(StageId::Build(v, None));
+            if req.is_matrix() && v.needs_profile() {
+                // One build per training mix, each a contender VARIANT@MIX (validate: no BOLT,
+                // no cs-pgo in a matrix).
+                contenders.push(PlannedContender {
+                    name: format!("{v}@{}", req.mixes[0].name),
+                    build: v,
+                    mix: None,
+                    bolted: false,
+                });
+                for m in &req.mixes[1..] {
+                    builds.push(PlannedBuild {
+                        variant: v,
+                        profile: from,
+                        mix: Some(m.name.clone()),
+                    });
+                    stages.push(StageId::Build(v, Some(m.name.clone())));
+                    contenders.push(PlannedContender {
+                        name: format!("{v}@{}", m.name),
+                        build: v,
+                        mix: Some(m.name.clone()),
+                        bolted: false,
+                    });
+                }
+                continue;
+            }
             if !v.bolt_ready {
                 contenders.push(PlannedContender {
                     name: v.to_string(),
                     build: v,
+                    mix: None,
                     bolted: false,
                 });
                 continue;
@@ -211,11 +266,13 @@ impl RunPlan {
                     plain.to_string()
                 },
                 build: v,
+                mix: None,
                 bolted: false,
             });
             contenders.push(PlannedContender {
                 name: v.to_string(),
                 build: v,
+                mix: None,
                 bolted: true,
             });
             stages.push(StageId::Bolt(v.to_string()));
@@ -297,7 +354,10 @@ mod tests {
             },
             variants: variants.iter().map(|v| v.parse().unwrap()).collect(),
             profile: None,
-            mix: Mix::quick(),
+            mixes: vec![NamedMix {
+                name: "oltp".into(),
+                mix: Mix::quick(),
+            }],
             bench: BenchSpec::quick(),
             server: ServerConfig::default(),
             bolt_flags: None,
@@ -425,6 +485,79 @@ mod tests {
     }
 
     #[test]
+    fn a_matrix_builds_each_profile_variant_once_per_training_mix() {
+        let mut r = request(&["pgo+lto", "lto"]);
+        let oltp = r.mixes[0].mix.clone();
+        for n in ["tpcc", "oltp+tpcc"] {
+            r.mixes.push(NamedMix::parse(n, &oltp).unwrap());
+        }
+        let p = RunPlan::resolve(r, &with_bolt()).unwrap();
+        let builds: Vec<String> = p
+            .builds
+            .iter()
+            .map(|b| match &b.mix {
+                Some(m) => format!("{}@{m}", b.variant),
+                None => b.variant.to_string(),
+            })
+            .collect();
+        // The first mix's build keeps its plain name (a run of one mix finds it again).
+        assert_eq!(
+            builds,
+            [
+                "baseline",
+                "pgo-gen",
+                "pgo+lto",
+                "pgo+lto@tpcc",
+                "pgo+lto@oltp+tpcc",
+                "lto"
+            ]
+        );
+        let names: Vec<&str> = p.contenders.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "baseline",
+                "pgo+lto@oltp",
+                "pgo+lto@tpcc",
+                "pgo+lto@oltp+tpcc",
+                "lto"
+            ]
+        );
+        assert_eq!(p.contenders[2].mix.as_deref(), Some("tpcc"));
+        let stages: Vec<String> = p.stages.iter().map(ToString::to_string).collect();
+        let at = |s: &str| stages.iter().position(|x| x == s).unwrap();
+        // Every mix is trained before any build uses a profile.
+        assert!(at("train") < at("train @tpcc") && at("train @oltp+tpcc") < at("build pgo+lto"));
+        assert!(at("build pgo+lto@oltp+tpcc") < at("gate"));
+        // What a matrix cannot do yet, refused by name.
+        let e = |variants: &[&str], given: bool| {
+            let mut r = request(variants);
+            r.mixes.push(NamedMix::parse("tpcc", &oltp).unwrap());
+            if given {
+                r.profile = Some("/bin".into());
+            }
+            RunPlan::resolve(r, &with_bolt())
+                .unwrap_err()
+                .downcast::<PlanError>()
+                .unwrap()
+        };
+        assert_eq!(
+            e(&["pgo+lto+bolt"], false),
+            PlanError::MatrixVariant("pgo+lto+bolt".parse().unwrap())
+        );
+        assert_eq!(e(&["pgo"], true), PlanError::MatrixWithProfile);
+        let mut r = request(&["pgo"]);
+        r.mixes.push(r.mixes[0].clone());
+        assert_eq!(
+            RunPlan::resolve(r, &with_bolt())
+                .unwrap_err()
+                .downcast::<PlanError>()
+                .unwrap(),
+            PlanError::MixTwice("oltp".into())
+        );
+    }
+
+    #[test]
     fn bad_requests_fail_before_any_side_effect() {
         let e = |r: RunRequest, env: &Env| {
             RunPlan::resolve(r, env)
@@ -490,7 +623,7 @@ mod tests {
             .stages
             .contains(&StageId::Mtr));
         let mut r = request(&["pgo"]);
-        r.mix.phases.clear();
+        r.mixes[0].mix.phases.clear();
         assert_eq!(e(r, &with_bolt()), PlanError::EmptyMix);
         let mut r = request(&["pgo"]);
         r.profile = Some("/nonexistent/gcda".into());

@@ -22,6 +22,12 @@ pub enum PlanError {
     Bench(String),
     #[error("--mix has no phases")]
     EmptyMix,
+    #[error("training mix {0} is listed twice")]
+    MixTwice(String),
+    #[error("variant {0} in a train × evaluate matrix: each mix gets its own build of each variant, and +bolt and cs-pgo variants are not built per mix yet; use pgo, pgo+lto or lto")]
+    MatrixVariant(Variant),
+    #[error("--profile gives one profile, a train × evaluate matrix trains one per mix; drop one of --profile and --train-mixes")]
+    MatrixWithProfile,
     #[error("--gate {gate}: recipe {recipe} names no MTR tests (no [mtr] section); add one to a recipe that extends it, or use --gate quick")]
     NoMtrTests { gate: GateMode, recipe: String },
     #[error("--mtr-suite names MTR tests, but --gate quick runs none; drop one of them")]
@@ -63,8 +69,25 @@ pub(super) fn check(req: &RunRequest, env: &Env) -> Result<(), PlanError> {
         });
     }
     req.bench.check().map_err(PlanError::Bench)?;
-    if req.mix.phases.is_empty() {
+    if req.mixes.is_empty() || req.mixes.iter().any(|m| m.mix.phases.is_empty()) {
         return Err(PlanError::EmptyMix);
+    }
+    for (i, m) in req.mixes.iter().enumerate() {
+        if req.mixes[..i].iter().any(|x| x.name == m.name) {
+            return Err(PlanError::MixTwice(m.name.clone()));
+        }
+    }
+    if req.is_matrix() {
+        if let Some(v) = req
+            .variants
+            .iter()
+            .find(|v| v.bolt_ready || v.phase == PgoPhase::CsUse)
+        {
+            return Err(PlanError::MatrixVariant(*v));
+        }
+        if req.profile.is_some() {
+            return Err(PlanError::MatrixWithProfile);
+        }
     }
     if req.gate != GateMode::Quick && req.recipe.mtr.is_none() {
         return Err(PlanError::NoMtrTests {

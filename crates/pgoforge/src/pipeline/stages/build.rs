@@ -18,6 +18,8 @@ pub struct BuildStage<'a> {
     pub compiler: &'a Compiler,
     pub variant: Variant,
     pub profile: Option<&'a ProfileInput>,
+    /// The training mix of the profile, in a matrix's further mixes (the stage's name only).
+    pub mix: Option<String>,
     /// make -j (0: from cores and memory).
     pub jobs: usize,
 }
@@ -50,7 +52,7 @@ impl Stage for BuildStage<'_> {
     type Output = BuildOutput;
 
     fn name(&self) -> StageId {
-        StageId::Build(self.variant)
+        StageId::Build(self.variant, self.mix.clone())
     }
 
     fn key(&self) -> Result<String> {

@@ -17,6 +17,8 @@ pub struct TrainStage<'a> {
     /// The first profile, for a cs-pgo-gen build (see [`TrainRequest::base`]).
     pub base: Option<&'a std::path::Path>,
     pub mix: &'a Mix,
+    /// A matrix's further training mix, by name (the stage's name only; `None` for the first).
+    pub mix_name: Option<&'a str>,
     pub server: &'a ServerConfig,
     /// The baseline's binary, which prepares the mix's dataset once as a template
     /// ([`train::dataset_template`]); `None` lets the instrumented server prepare it.
@@ -75,7 +77,10 @@ impl Stage for TrainStage<'_> {
 
     fn name(&self) -> StageId {
         // The first training keeps the name it always had (finished runs find it).
-        StageId::Train(self.base.is_some().then(|| self.gen.variant.clone()))
+        match self.mix_name {
+            Some(m) => StageId::TrainOn(m.to_string()),
+            None => StageId::Train(self.base.is_some().then(|| self.gen.variant.clone())),
+        }
     }
 
     fn key(&self) -> Result<String> {
