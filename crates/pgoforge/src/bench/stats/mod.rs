@@ -68,11 +68,32 @@ impl Verdict {
 }
 
 impl Comparison {
-    /// The verdict with its numbers: `faster +44.6% [+33.6, +58.3]`.
+    /// The verdict with its numbers: `faster +44.6% [+33.6, +58.3]`; without significance, what
+    /// the data allow, and why an interval that excludes no change is still not a finding (the
+    /// minimum change, or the correction over the run's comparisons) — never "as fast as".
     pub fn sentence(&self) -> String {
         let pct = |r: f64| (r - 1.0) * 100.0;
+        let (lo, hi) = (pct(self.ratio_ci95.0), pct(self.ratio_ci95.1));
+        let excludes_one = self.ratio_ci95.0 > 1.0 || self.ratio_ci95.1 < 1.0;
         match self.verdict {
-            Verdict::NoSignificantDifference => self.verdict.words().into(),
+            Verdict::NoSignificantDifference if !(lo.is_finite() && hi.is_finite()) => {
+                self.verdict.words().into()
+            }
+            Verdict::NoSignificantDifference if excludes_one && self.p_holm < SIGNIFICANCE => {
+                format!(
+                    "{:+.1}% [{lo:+.1}, {hi:+.1}], below the {:.0}% minimum change: not counted",
+                    pct(self.ratio),
+                    NOISE * 100.0
+                )
+            }
+            Verdict::NoSignificantDifference if excludes_one => format!(
+                "no significant difference after Holm's correction over the run (p {:.3}, Holm \
+                 {:.3}); uncorrected, the data allow {lo:+.1}% to {hi:+.1}%",
+                self.p_value, self.p_holm
+            ),
+            Verdict::NoSignificantDifference => {
+                format!("no significant difference; the data allow {lo:+.1}% to {hi:+.1}%")
+            }
             v => format!(
                 "{} {:+.1}% [{:+.1}, {:+.1}]",
                 v.words(),
@@ -83,6 +104,9 @@ impl Comparison {
         }
     }
 }
+
+/// The family-wise error rate Holm's correction holds the run's comparisons to.
+pub const SIGNIFICANCE: f64 = 0.05;
 
 /// Smallest number of paired rounds for which the sign-flip test can reach p < 0.05 at all.
 pub const MIN_ROUNDS: usize = 6;
@@ -154,7 +178,8 @@ impl Comparison {
     fn decide(&mut self, better_is: Better) {
         let higher_better = better_is == Better::Higher;
         let excludes_one = self.ratio_ci95.0 > 1.0 || self.ratio_ci95.1 < 1.0;
-        self.significant = self.p_holm < 0.05 && excludes_one && (self.ratio - 1.0).abs() >= NOISE;
+        self.significant =
+            self.p_holm < SIGNIFICANCE && excludes_one && (self.ratio - 1.0).abs() >= NOISE;
         let better = (self.ratio > 1.0) == higher_better;
         self.verdict = match (self.significant, higher_better, better) {
             (false, _, _) => Verdict::NoSignificantDifference,
@@ -220,6 +245,43 @@ mod tests {
         Comparison::apply_holm(&mut fam, Better::Higher);
         assert!((a.p_holm - 8.0 * 2.0 / 256.0).abs() < 1e-12);
         assert!(!a.significant, "0.0625 after Holm over 8: {a:?}");
+    }
+
+    /// Without significance the sentence says what the data allow, and an interval that excludes
+    /// no change says why it is not a finding.
+    #[test]
+    fn non_significance_is_worded_from_the_interval_never_as_equivalence() {
+        let c = |ratio: f64, lo: f64, hi: f64, p: f64, p_holm: f64| {
+            let mut c = Comparison {
+                ratio,
+                ratio_ci95: (lo, hi),
+                p_value: p,
+                p_holm,
+                pairs: 8,
+                significant: false,
+                verdict: Verdict::NoSignificantDifference,
+                warnings: Vec::new(),
+            };
+            c.decide(Better::Higher);
+            c.sentence()
+        };
+        assert_eq!(
+            c(1.03, 0.86, 1.22, 0.3, 0.9),
+            "no significant difference; the data allow -14.0% to +22.0%"
+        );
+        assert_eq!(
+            c(1.015, 1.005, 1.025, 0.004, 0.02),
+            "+1.5% [+0.5, +2.5], below the 2% minimum change: not counted"
+        );
+        assert_eq!(
+            c(1.05, 1.01, 1.09, 0.008, 0.19),
+            "no significant difference after Holm's correction over the run (p 0.008, Holm 0.190); uncorrected, the data allow +1.0% to +9.0%"
+        );
+        assert_eq!(
+            c(1.05, 1.01, 1.09, 0.008, 0.01),
+            "faster +5.0% [+1.0, +9.0]"
+        );
+        assert!(!c(1.0, 0.0, f64::INFINITY, 1.0, 1.0).contains("allow"));
     }
 
     /// Simulated benchmarks with noise shaped like the committed MariaDB runs: a per-round machine
