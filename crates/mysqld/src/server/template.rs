@@ -29,11 +29,20 @@ struct Key<'a> {
     /// The further datasets loaded into the same template (tpcc beside the OLTP tables).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     also: Vec<Key<'a>>,
+    /// A replay dataset's content (its SQL file's SHA-256): a changed dump is another template.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replay_dataset: Option<String>,
 }
 
 impl<'a> Key<'a> {
-    fn of(version: &'a str, dataset: &'a Settings) -> Key<'a> {
-        Key {
+    fn of(version: &'a str, dataset: &'a Settings) -> Result<Key<'a>> {
+        let replay_dataset = match &dataset.replay.dataset {
+            Some(p) if dataset.test == oltp::TestName::Replay => {
+                Some(crate::infra::fs::sha256_file(p).context("the replay dataset")?)
+            }
+            _ => None,
+        };
+        Ok(Key {
             version,
             test: dataset.test.name(),
             schema: &dataset.schema,
@@ -46,7 +55,38 @@ impl<'a> Key<'a> {
             rand: &dataset.rand,
             tpcc: (dataset.test == oltp::TestName::Tpcc).then_some(&dataset.tpcc),
             also: Vec::new(),
-        }
+            replay_dataset,
+        })
+    }
+}
+
+/// A workload file replayed as a benchmark or training workload, with the digests that make its
+/// content (not its path) part of every key: a changed log is another benchmark, a changed dump
+/// another template.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Replay {
+    #[serde(flatten)]
+    pub options: oltp::replay::ReplayOptions,
+    pub file_sha256: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_sha256: Option<String>,
+}
+
+impl Replay {
+    /// The options with their files' digests; the log must parse (a bad file is refused before
+    /// anything runs).
+    pub fn new(options: oltp::replay::ReplayOptions) -> Result<Replay> {
+        let mut s = Settings::new(oltp::TestName::Replay);
+        s.replay = options.clone();
+        oltp::replay::load(&s).map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(Replay {
+            file_sha256: crate::infra::fs::sha256_file(&options.file)?,
+            dataset_sha256: match &options.dataset {
+                Some(d) => Some(crate::infra::fs::sha256_file(d)?),
+                None => None,
+            },
+            options,
+        })
     }
 }
 
@@ -79,20 +119,48 @@ pub fn tpcc_dataset(scale: u32) -> Settings {
     s
 }
 
-/// What a template for `workloads` holds: the OLTP tables, and sysbench-tpcc's when a workload is
-/// tpcc. The benchmark, the cachegrind measurement and the training mixes all ask for this.
-pub fn datasets(workloads: &[oltp::TestName], tables: u32, table_size: u64) -> Vec<Settings> {
+/// What a template for `workloads` holds: the OLTP tables, sysbench-tpcc's when a workload is
+/// tpcc, and a replay's dump when a workload is replay and the replay has one (without one, the
+/// statements run against the OLTP tables' database as it is). The benchmark, the cachegrind
+/// measurement and the training mixes all ask for this.
+pub fn datasets(
+    workloads: &[oltp::TestName],
+    tables: u32,
+    table_size: u64,
+    replay: Option<&Replay>,
+) -> Vec<Settings> {
     let mut v = vec![oltp_dataset(tables, table_size)];
     if workloads.contains(&oltp::TestName::Tpcc) {
         v.push(tpcc_dataset(TPCC_SCALE));
+    }
+    if let Some(r) = replay.filter(|_| workloads.contains(&oltp::TestName::Replay)) {
+        if r.options.dataset.is_some() {
+            let mut s = Settings::new(oltp::TestName::Replay);
+            s.replay.dataset = r.options.dataset.clone();
+            v.push(s);
+        }
     }
     v
 }
 
 /// The settings a run of `w` starts from on such a template (its threads and time still to set).
-pub fn run_settings(w: oltp::TestName, tables: u32, table_size: u64) -> Settings {
+/// A replay without its file here is refused by the driver when it runs.
+pub fn run_settings(
+    w: oltp::TestName,
+    tables: u32,
+    table_size: u64,
+    replay: Option<&Replay>,
+) -> Settings {
     if w == oltp::TestName::Tpcc {
         return tpcc_dataset(TPCC_SCALE);
+    }
+    if w == oltp::TestName::Replay {
+        let mut s = Settings::new(w);
+        if let Some(r) = replay {
+            s.replay = r.options.clone();
+        }
+        s.rand.seed = 1;
+        return s;
     }
     let mut s = oltp_dataset(tables, table_size);
     s.test = w;
@@ -115,13 +183,17 @@ pub fn ensure_made(
     let (dataset, also) = datasets
         .split_first()
         .context("a dataset template needs at least one dataset")?;
-    let mut key = Key::of(&flavor.version, dataset);
-    key.also = also.iter().map(|d| Key::of(&flavor.version, d)).collect();
+    let mut key = Key::of(&flavor.version, dataset)?;
+    key.also = also
+        .iter()
+        .map(|d| Key::of(&flavor.version, d))
+        .collect::<Result<_>>()?;
     let hash = crate::infra::fs::hex(&Sha256::digest(serde_json::to_vec(&key)?))[..16].to_string();
     let extra: String = also
         .iter()
         .map(|d| match d.test {
             oltp::TestName::Tpcc => format!("+tpcc{}w", d.tpcc.scale),
+            oltp::TestName::Replay => "+replay".to_string(),
             t => format!("+{t}"),
         })
         .collect();

@@ -76,7 +76,7 @@ fn measure_one(
     dir: &Path,
     log: &dyn Fn(&str),
 ) -> Result<CgRecord> {
-    let mut s = template::run_settings(w, plan.tables, plan.table_size);
+    let mut s = template::run_settings(w, plan.tables, plan.table_size, None);
     s.threads = 1;
     s.time_s = 0;
     s.rand.seed = 7;
@@ -349,7 +349,7 @@ pub fn measure(
         .create(true)
         .append(true)
         .open(records_path(dir))?;
-    let data = template::datasets(&plan.workloads, plan.tables, plan.table_size);
+    let data = template::datasets(&plan.workloads, plan.tables, plan.table_size, None);
     let base = ServerSpec {
         config: plan.config.clone(),
         // Under valgrind a server starts and stops many times slower.

@@ -31,17 +31,26 @@ pub struct BenchSpec {
     /// Minutes of benchmarking (wall time of one invocation) after which no round is added.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_minutes: Option<u64>,
+    /// The workload file of the `replay` workload (`--replay-file`), with its digests. Absent
+    /// from plans without it, so their hash stays.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<template::Replay>,
 }
 
 impl BenchSpec {
     /// What the benchmark's template holds ([`template::datasets`]).
     pub fn datasets(&self) -> Vec<Settings> {
-        template::datasets(&self.workloads, self.tables, self.table_size)
+        template::datasets(
+            &self.workloads,
+            self.tables,
+            self.table_size,
+            self.replay.as_ref(),
+        )
     }
 
     /// The settings a run of `w` starts from ([`template::run_settings`]).
     pub fn run_settings(&self, w: TestName) -> Settings {
-        template::run_settings(w, self.tables, self.table_size)
+        template::run_settings(w, self.tables, self.table_size, self.replay.as_ref())
     }
 
     /// The full look: point_select, read_only, read_write and tpcc, 4 threads, runs of 20 s; at least
@@ -65,6 +74,7 @@ impl BenchSpec {
             target_ci_pct: None,
             max_rounds: None,
             budget_minutes: None,
+            replay: None,
         }
     }
 
@@ -117,6 +127,13 @@ impl BenchSpec {
     pub fn check(&self) -> Result<(), String> {
         if self.rounds == 0 || self.seconds == 0 || self.threads.contains(&0) {
             return Err("--rounds, --time and --threads must be at least 1".into());
+        }
+        if self.workloads.contains(&TestName::Replay) && self.replay.is_none() {
+            return Err(
+                "the replay workload needs --replay-file FILE (a general or slow query log, or \
+                 SQL; --replay-dataset DUMP for the data it runs against)"
+                    .into(),
+            );
         }
         if self.workloads.is_empty() || self.threads.is_empty() {
             return Err("a benchmark needs at least one workload and one thread count".into());

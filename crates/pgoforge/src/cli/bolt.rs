@@ -31,7 +31,11 @@ pub struct BoltArgs {
 }
 
 pub fn main(a: BoltArgs) -> Result<i32> {
-    let mix = a.training.mix().unwrap_or_else(|e| super::usage_error(e));
+    let mix = a
+        .training
+        .mix()
+        .and_then(|m| m.check().map(|()| m))
+        .unwrap_or_else(|e| super::usage_error(e));
     let dataset_from = a.training.dataset_from()?;
     let b = Bolt::find()
         .with_context(|| format!("llvm-bolt not found; {}", install_hint("llvm-bolt")))?;

@@ -37,15 +37,16 @@ pub struct RunArgs {
     #[arg(long, conflicts_with = "matrix")]
     quick: bool,
     /// The train × evaluate matrix: one build per training mix [--variants pgo+lto, --train-mix
-    /// oltp, tpcc and oltp+tpcc], each benchmarked against the baseline on every workload [the
-    /// standard four] at 1, 4, 16 and 64 client threads [--time 5 --warmup 2]; the report adds a
+    /// oltp, tpcc and oltp+tpcc; with --replay-file also replay and oltp+tpcc+replay], each
+    /// benchmarked against the baseline on every workload [the standard four, and replay with
+    /// --replay-file] at 1, 4, 16 and 64 client threads [--time 5 --warmup 2]; the report adds a
     /// table of gains by mix, workload and threads, and flags every significantly slower cell.
     #[arg(long)]
     matrix: bool,
     /// A training mix (repeatable; several make a train × evaluate matrix, each contender named
-    /// VARIANT@MIX): oltp (the standard mix, or --mix), tpcc (sysbench-tpcc for 300 s), oltp+tpcc
-    /// (both, one after the other), or NAME=PHASES (test[@text][:seconds[:threads]], comma-
-    /// separated) [oltp].
+    /// VARIANT@MIX): oltp (the standard mix, or --mix), tpcc (sysbench-tpcc for 300 s), replay
+    /// (--replay-file for 300 s), a union such as oltp+tpcc (their phases one after the other),
+    /// or NAME=PHASES (test[@text][:seconds[:threads]], comma-separated) [oltp].
     #[arg(long = "train-mix", value_name = "MIX")]
     train_mix: Vec<String>,
     /// Build X separately when X and X+bolt are both listed (instead of X being the bolt-ready
@@ -134,7 +135,12 @@ fn training_mixes(a: &RunArgs, oltp: &Mix) -> Result<Vec<NamedMix>, String> {
     let names: Vec<String> = if !a.train_mix.is_empty() {
         a.train_mix.clone()
     } else if a.matrix {
-        MATRIX_MIXES.iter().map(|s| s.to_string()).collect()
+        let mut v: Vec<String> = MATRIX_MIXES.iter().map(|s| s.to_string()).collect();
+        if oltp.replay.is_some() {
+            // Trained on the file given, and on everything together.
+            v.extend(["replay".to_string(), "oltp+tpcc+replay".to_string()]);
+        }
+        v
     } else {
         vec!["oltp".into()]
     };
@@ -193,14 +199,19 @@ pub fn main(a: RunArgs) -> Result<i32> {
     } else {
         a.variants.clone()
     };
-    let mix = a.mix.mix(a.quick).unwrap_or_else(|e| super::usage_error(e));
-    let mixes = training_mixes(&a, &mix).unwrap_or_else(|e| super::usage_error(e));
-    let bench = if a.matrix {
+    let mut bench = if a.matrix {
         a.bench
             .spec_over(pgoforge::bench::spec::BenchSpec::matrix())
     } else {
         a.bench.spec(a.quick)
     };
+    if a.matrix && bench.replay.is_some() && a.bench.workloads.is_empty() {
+        // A matrix evaluates on the file it was given as well.
+        bench.workloads.push(oltp::settings::TestName::Replay);
+    }
+    let mut mix = a.mix.mix(a.quick).unwrap_or_else(|e| super::usage_error(e));
+    mix.replay = bench.replay.clone();
+    let mixes = training_mixes(&a, &mix).unwrap_or_else(|e| super::usage_error(e));
     if let Err(e) = bench.check() {
         super::usage_error(e);
     }

@@ -29,7 +29,11 @@ pub struct TrainArgs {
 
 pub fn main(a: TrainArgs) -> Result<i32> {
     // Everything that can be wrong with the arguments is found before any build starts.
-    let mix = a.training.mix().unwrap_or_else(|e| super::usage_error(e));
+    let mix = a
+        .training
+        .mix()
+        .and_then(|m| m.check().map(|()| m))
+        .unwrap_or_else(|e| super::usage_error(e));
     let dataset_from = a.training.dataset_from()?;
     let compiler = a.compiler.find()?;
     let recipe = a.source.recipe()?;

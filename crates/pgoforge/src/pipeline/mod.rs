@@ -269,7 +269,14 @@ fn cachegrind_stage(plan: &RunPlan, bench: &BenchPlan, run_dir: &Path) -> Cacheg
     CachegrindStage {
         plan: CgPlan {
             contenders: bench.contenders.clone(),
-            workloads: bench.spec.workloads.clone(),
+            // Not a replay: cachegrind's small dataset is the OLTP tables' alone.
+            workloads: bench
+                .spec
+                .workloads
+                .iter()
+                .filter(|w| **w != oltp::settings::TestName::Replay)
+                .copied()
+                .collect(),
             events: 0,
             warmup_events: 100,
             tables: 1,

@@ -36,6 +36,10 @@ pub struct Mix {
     pub tables: u32,
     pub table_size: u64,
     pub phases: Vec<Phase>,
+    /// The workload file of `replay` phases (`--replay-file`). Absent from mixes without it, so
+    /// their training keys stay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::server::template::Replay>,
 }
 
 impl Mix {
@@ -49,7 +53,19 @@ impl Mix {
                     .parse::<Phases>()
                     .expect("valid mix")
                     .0,
+            replay: None,
         }
+    }
+
+    /// Why the mix cannot run, if it cannot: a `replay` phase needs the file to replay.
+    pub fn check(&self) -> Result<(), String> {
+        if self.replay.is_none() && self.phases.iter().any(|p| p.test == TestName::Replay) {
+            return Err(
+                "a replay phase in the training mix needs --replay-file FILE (and --replay-dataset DUMP for its data)"
+                    .into(),
+            );
+        }
+        Ok(())
     }
 
     /// A short mix for a first look and for tests.
@@ -61,6 +77,7 @@ impl Mix {
                 .parse::<Phases>()
                 .expect("valid mix")
                 .0,
+            replay: None,
         }
     }
 
@@ -94,10 +111,16 @@ impl Mix {
         v
     }
 
-    /// The settings a phase of `test` starts from: the mix's OLTP tables, or the tpcc dataset.
+    /// The settings a phase of `test` starts from: the mix's OLTP tables, the tpcc dataset, or
+    /// the replayed file.
     pub fn settings(&self, test: TestName) -> Settings {
-        if test == TestName::Tpcc {
-            return crate::server::template::run_settings(test, self.tables, self.table_size);
+        if matches!(test, TestName::Tpcc | TestName::Replay) {
+            return crate::server::template::run_settings(
+                test,
+                self.tables,
+                self.table_size,
+                self.replay.as_ref(),
+            );
         }
         let mut s = Settings::new(test);
         s.schema.tables = self.tables;
@@ -117,6 +140,9 @@ pub struct NamedMix {
 /// The tpcc training phase: sysbench-tpcc's mix for as long as the standard OLTP mix runs, at its
 /// thread count.
 pub const TPCC_PHASES: &str = "tpcc:300:4";
+
+/// The replay training phase: the workload file (`--replay-file`) for as long, at 4 connections.
+pub const REPLAY_PHASES: &str = "replay:300:4";
 
 impl NamedMix {
     /// A mix by name, on `oltp`'s dataset size: `oltp` is `oltp` itself (the standard mix, or
@@ -149,9 +175,17 @@ impl NamedMix {
                     match part {
                         "oltp" => v.extend(oltp.phases.iter().cloned()),
                         "tpcc" => v.extend(TPCC_PHASES.parse::<Phases>().expect("valid phases").0),
+                        "replay" if oltp.replay.is_some() => v.extend(
+                            REPLAY_PHASES.parse::<Phases>().expect("valid phases").0,
+                        ),
+                        "replay" => {
+                            return Err(
+                                "training mix 'replay' replays --replay-file: give one".into()
+                            )
+                        }
                         _ => {
                             return Err(format!(
-                                "unknown training mix '{part}' (known: oltp, tpcc, and their union oltp+tpcc; give your own as NAME=PHASES)"
+                                "unknown training mix '{part}' (known: oltp, tpcc, replay with --replay-file, and their unions such as oltp+tpcc; give your own as NAME=PHASES)"
                             ))
                         }
                     }
@@ -180,13 +214,6 @@ impl NamedMix {
     }
 }
 
-/// Why `replay` is refused in benchmarks and training mixes, and what works meanwhile.
-pub const NOT_YET_REPLAY: &str =
-    "replay is not yet a benchmark or training workload (the dataset template does not carry \
-     your file and data); replay against each binary by hand meanwhile: `pgoforge server start \
-     --binary B`, `pgoforge oltp prepare replay --replay-dataset=DUMP`, `pgoforge oltp run replay \
-     --replay-file=LOG`";
-
 /// Phases as `test[@text][:seconds[:threads]]`, comma-separated.
 #[derive(Debug)]
 pub struct Phases(pub Vec<Phase>);
@@ -211,9 +238,6 @@ impl FromStr for Phases {
                     None => (head, true),
                 };
                 let test: TestName = name.parse()?;
-                if test == TestName::Replay {
-                    return Err(NOT_YET_REPLAY.into());
-                }
                 let seconds = parts.next().map_or(Ok(30), |v| {
                     v.parse().map_err(|_| {
                         format!("bad seconds '{v}' in '{p}' (a phase is test[@text|@ps][:seconds[:threads]])")
@@ -261,7 +285,7 @@ impl FromStr for Mix {
 /// tables, and sysbench-tpcc's when a phase runs tpcc.
 fn datasets(mix: &Mix) -> Vec<Settings> {
     let tests: Vec<TestName> = mix.phases.iter().map(|p| p.test).collect();
-    crate::server::template::datasets(&tests, mix.tables, mix.table_size)
+    crate::server::template::datasets(&tests, mix.tables, mix.table_size, mix.replay.as_ref())
 }
 
 fn prepare(state: &ServerState, mix: &Mix, log: &dyn Fn(&str)) -> Result<()> {
@@ -578,10 +602,13 @@ mod tests {
             ("a b", "a name is letters"),
             ("=tpcc:5", "a name is letters"),
             ("x=tpcc:zero", "training mix x: bad seconds"),
-            ("r=replay:5", "replay is not yet"),
+            ("replay", "training mix 'replay' replays --replay-file"),
         ] {
             let e = NamedMix::parse(bad, &oltp).unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");
         }
+        // A replay phase parses; without the file the mix refuses to run.
+        let r = NamedMix::parse("r=replay:5", &oltp).unwrap();
+        assert!(r.mix.check().unwrap_err().contains("--replay-file"));
     }
 }

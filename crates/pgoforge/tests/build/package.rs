@@ -263,6 +263,24 @@ fn a_matrix_is_planned_one_build_per_training_mix_and_bad_ones_are_refused() {
     // and Williams blocks of 4 make 12.
     assert_eq!(bench["rounds"], 12);
     assert!(!t.path().join("run-state.json").exists(), "planned only");
+    // Given a workload file, the matrix trains on it and evaluates on it too.
+    let file = t.path().join("app.sql");
+    std::fs::write(&file, "SELECT 1;\n").unwrap();
+    let f = format!("--replay-file={}", file.display());
+    let r = common::pgoforge(&["run", "--matrix", "--plan", "--work-dir", w, &f]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let plan: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let names = strings(&plan["contenders"], "name");
+    assert!(
+        names.contains(&"pgo+lto@replay".to_string())
+            && names.contains(&"pgo+lto@oltp+tpcc+replay".to_string()),
+        "{names:?}"
+    );
+    assert_eq!(plan["request"]["bench"]["workloads"][4], "replay");
+    assert_eq!(
+        plan["request"]["mixes"][3]["mix"]["replay"]["file_sha256"],
+        plan["request"]["bench"]["replay"]["file_sha256"]
+    );
     for (args, says) in [
         (
             vec!["--matrix", "--variants", "pgo+lto+bolt"],
@@ -274,6 +292,14 @@ fn a_matrix_is_planned_one_build_per_training_mix_and_bad_ones_are_refused() {
             "tpcc is listed twice",
         ),
         (vec!["--matrix", "--quick"], "cannot be used with"),
+        (
+            vec!["--train-mix", "replay"],
+            "replays --replay-file: give one",
+        ),
+        (
+            vec!["--replay-dataset", "/nonexistent.sql"],
+            "give --replay-file too",
+        ),
     ] {
         let mut a = vec!["run", "--plan", "--work-dir", w];
         a.extend(args.iter().copied());

@@ -186,3 +186,140 @@ fn recorded_logs_replay_with_exact_counts_and_no_statement_text() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("--replay-file"), "{}", r.stderr);
 }
+
+/// Replay as a benchmark and a training workload: the dump goes into the dataset template, every
+/// run replays the file against a fresh copy of it, and a training phase replays it too.
+#[test]
+fn a_replay_is_a_benchmark_and_a_training_workload_on_its_own_data() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path();
+    let dump = dir.join("dump.sql");
+    let rows: Vec<String> = (1..=50).map(|i| format!("({i},'v{i}')")).collect();
+    fs::write(
+        &dump,
+        format!(
+            "CREATE TABLE app (id INT PRIMARY KEY, v VARCHAR(20));\nINSERT INTO app VALUES {};\n",
+            rows.join(",")
+        ),
+    )
+    .unwrap();
+    // Without the dump's table every statement would fail with 1146.
+    let file = dir.join("workload.sql");
+    fs::write(
+        &file,
+        "SELECT v FROM app WHERE id = 5;\nSELECT COUNT(*) FROM app;\nUPDATE app SET v = 'changed' WHERE id = 7;\n",
+    )
+    .unwrap();
+    let work = dir.join("work");
+    let run = dir.join("run");
+    let bench = |extra: &[&str]| {
+        let mut a: Vec<String> = vec![
+            "bench".into(),
+            format!("--baseline=a={}", testsupport::MARIADBD),
+            format!("--binary=b={}", testsupport::MARIADBD),
+            "--rounds=1".into(),
+            "--time=1".into(),
+            "--warmup=0".into(),
+            "--tables=1".into(),
+            "--table-size=100".into(),
+            "--buffer-pool-mb=64".into(),
+            "--allow-busy".into(),
+            format!("--work-dir={}", work.display()),
+            format!("--run={}", run.display()),
+        ];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        common::pgoforge(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let r = bench(&[
+        "--workloads=oltp_point_select,replay",
+        &format!("--replay-file={}", file.display()),
+        &format!("--replay-dataset={}", dump.display()),
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let replays: Vec<serde_json::Value> = fs::read_to_string(run.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["workload"] == "replay")
+        .collect();
+    assert_eq!(replays.len(), 2, "one replay run per contender");
+    for v in &replays {
+        let res = &v["result"];
+        assert!(res["transactions"].as_u64().unwrap() > 10, "{res}");
+        assert_eq!(res["replay"]["statements_in_file"], 3, "{res}");
+        assert_eq!(
+            res["replay"]["errors_by_code"],
+            serde_json::json!({}),
+            "the dump's table is in every copy: {res}"
+        );
+    }
+    let templates: Vec<String> = fs::read_dir(work.join("datasets"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        templates.iter().any(|n| n.contains("+replay")),
+        "{templates:?}"
+    );
+    // The plan keys the file by content: the digests are in plan.json.
+    let plan: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(run.join("plan.json")).unwrap()).unwrap();
+    assert_eq!(plan["replay"]["file_sha256"].as_str().unwrap().len(), 64);
+    assert!(fs::read_to_string(run.join("report.md"))
+        .unwrap()
+        .contains("| replay |"));
+    // No file, or a file that is not a workload: refused before anything runs (exit 2).
+    let r = bench(&["--workloads=replay"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("needs --replay-file"), "{}", r.stderr);
+    let cut = dir.join("cut.sql");
+    fs::write(&cut, "SELECT 1;\nSELECT v FROM app WHERE").unwrap();
+    let r = bench(&[
+        "--workloads=replay",
+        &format!("--replay-file={}", cut.display()),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("has no closing ';'"), "{}", r.stderr);
+
+    // A training phase replays the file on the template's copy of the dump.
+    use pgoforge::profile::train::{dataset_template, run_mix_from, start_for_mix, Mix, Phases};
+    let mut spec = pgoforge::server::ServerSpec::new(testsupport::MARIADBD);
+    spec.config.buffer_pool_mb = 64;
+    spec.config.redo_log_mb = 32;
+    let mix = Mix {
+        tables: 1,
+        table_size: 100,
+        phases: "replay:2:2".parse::<Phases>().unwrap().0,
+        replay: Some(
+            pgoforge::server::template::Replay::new(oltp::replay::ReplayOptions {
+                file: file.clone(),
+                format: oltp::replay::Format::Auto,
+                dataset: Some(dump.clone()),
+            })
+            .unwrap(),
+        ),
+    };
+    mix.check().unwrap();
+    let (tpl, _) = dataset_template(&work, &spec, &mix).unwrap();
+    assert!(
+        tpl.to_string_lossy().contains("+replay"),
+        "{}",
+        tpl.display()
+    );
+    let log = |_: &str| {};
+    let mut srv = start_for_mix(&spec, &dir.join("inst"), Some(&tpl), &log).unwrap();
+    run_mix_from(&srv.state, &mix, Some(&tpl), &log).unwrap();
+    let v = srv
+        .state
+        .root()
+        .unwrap()
+        .query_value("SELECT v FROM sbtest.app WHERE id = 7")
+        .unwrap();
+    srv.stop().unwrap();
+    assert_eq!(v.as_deref(), Some("changed"), "the phase replayed the file");
+    let no_file = Mix {
+        replay: None,
+        ..mix
+    };
+    assert!(no_file.check().unwrap_err().contains("--replay-file"));
+}

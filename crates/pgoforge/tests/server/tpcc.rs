@@ -342,6 +342,7 @@ fn a_training_mix_with_a_tpcc_phase_runs_on_its_template() {
             .parse::<Phases>()
             .unwrap()
             .0,
+        replay: None,
     };
     assert!(!mix.phases[1].prepared, "tpcc is text-protocol only");
     let (tpl, made) = dataset_template(work.path(), &spec, &mix).unwrap();

@@ -22,6 +22,9 @@ pub enum PlanError {
     Bench(String),
     #[error("--mix has no phases")]
     EmptyMix,
+    /// A mix that cannot run, as `Mix::check` words it.
+    #[error("{0}")]
+    Mix(String),
     #[error("training mix {0} is listed twice")]
     MixTwice(String),
     #[error("variant {0} in a train × evaluate matrix: each mix gets its own build of each variant, and +bolt and cs-pgo variants are not built per mix yet; use pgo, pgo+lto or lto")]
@@ -71,6 +74,9 @@ pub(super) fn check(req: &RunRequest, env: &Env) -> Result<(), PlanError> {
     req.bench.check().map_err(PlanError::Bench)?;
     if req.mixes.is_empty() || req.mixes.iter().any(|m| m.mix.phases.is_empty()) {
         return Err(PlanError::EmptyMix);
+    }
+    for m in &req.mixes {
+        m.mix.check().map_err(PlanError::Mix)?;
     }
     for (i, m) in req.mixes.iter().enumerate() {
         if req.mixes[..i].iter().any(|x| x.name == m.name) {
