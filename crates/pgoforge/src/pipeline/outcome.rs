@@ -128,7 +128,7 @@ pub fn gains(r: &Report, name: &str) -> Vec<Gain> {
                 workload: c.workload.clone(),
                 threads: c.threads,
                 ratio: k.ratio,
-                ci: k.ratio_ci95,
+                ci: k.shown_interval(),
                 verdict: k.sentence(),
             })
         })

@@ -95,7 +95,12 @@ fn one_binary_under_two_names_is_no_significant_difference() {
     let r = report::build(&dir).unwrap();
     let same = r.cells.iter().find(|c| c.contender == "same").unwrap();
     let cmp = same.tps_vs_baseline.as_ref().unwrap();
-    assert_eq!(cmp.sentence(), "no significant difference", "{cmp:?}");
+    // Four rounds: the exact test can exclude nothing, and the sentence says so.
+    assert_eq!(
+        cmp.sentence(),
+        "no significant difference; 4 paired rounds are too few for the exact test to bound the change at this run's level",
+        "{cmp:?}"
+    );
     assert!(
         cmp.ratio_ci95.0 < 1.05 && cmp.ratio_ci95.1 > 0.95,
         "{cmp:?}"
@@ -114,7 +119,7 @@ fn one_binary_under_two_names_is_no_significant_difference() {
         (back.ratio * cmp.ratio - 1.0).abs() < 1e-9,
         "{back:?} {cmp:?}"
     );
-    assert_eq!(back.sentence(), "no significant difference");
+    assert!(back.sentence().starts_with("no significant difference"));
     let e = report::build_against(&dir, Some("nope"))
         .unwrap_err()
         .to_string();

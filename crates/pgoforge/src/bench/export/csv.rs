@@ -20,8 +20,15 @@ impl Exporter for Csv {
             let (ratio, lo, hi, p, v) = match &c.tps_vs_baseline {
                 Some(v) => (
                     format!("{:.4}", v.ratio),
-                    format!("{:.4}", v.ratio_ci95.0),
-                    format!("{:.4}", v.ratio_ci95.1),
+                    // Empty where too few rounds bound nothing.
+                    match v.shown_interval() {
+                        (lo, hi) if hi.is_finite() => format!("{lo:.4}"),
+                        _ => String::new(),
+                    },
+                    match v.shown_interval() {
+                        (_, hi) if hi.is_finite() => format!("{hi:.4}"),
+                        _ => String::new(),
+                    },
                     format!("{:.4},{:.4}", v.p_value, v.p_holm),
                     v.sentence(),
                 ),

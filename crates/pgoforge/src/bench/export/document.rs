@@ -81,7 +81,7 @@ fn results(r: &Report) -> Table {
         "95% CI of mean",
         "p95 latency ms",
         &format!("vs {base}"),
-        "95% CI",
+        "95% CI (adjusted)",
         "p (Holm)",
         "server CPU ms/txn",
     ]
@@ -104,7 +104,14 @@ fn results(r: &Report) -> Table {
                             (true, false) => "slower",
                         }
                     ),
-                    format!("[{}, {}]", pct(v.ratio_ci95.0), pct(v.ratio_ci95.1)),
+                    {
+                        let (lo, hi) = v.shown_interval();
+                        if hi.is_finite() {
+                            format!("[{}, {}]", pct(lo), pct(hi))
+                        } else {
+                            "unbounded: too few rounds".into()
+                        }
+                    },
                     format!("{:.3} ({:.3})", v.p_value, v.p_holm),
                 ),
                 None => ("baseline".into(), String::new(), String::new()),
@@ -159,10 +166,13 @@ pub fn document(r: &Report) -> Vec<Block> {
         )),
         Block::Paragraph(
             "Method: paired by round — the ratio is the geometric mean of the per-round ratios \
-             contender / baseline, its 95% interval Student's t on the log-ratios; p is the exact \
-             sign-flip permutation test on the log-ratios, and in parentheses after Holm's \
-             correction over all the run's comparisons. Significant: Holm p < 0.05, the interval \
-             excludes 0 and the change is at least 2%."
+             contender / baseline; p is the exact sign-flip permutation test on the log-ratios \
+             (equal-tailed), and in parentheses after Holm's correction over all the run's \
+             comparisons. The interval is that test inverted at the level Holm's procedure \
+             tested the comparison at (α/(m−k+1)), so it excludes no change exactly when the \
+             comparison is significant; with few rounds it is as wide as the rounds' own spread. \
+             Significant: Holm p < 0.05 and a change of at least 2% (smaller significant \
+             changes are reported as below the minimum, not as noise)."
                 .into(),
         ),
     ];

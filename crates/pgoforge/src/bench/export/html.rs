@@ -249,7 +249,7 @@ fn strips(r: &Report) -> String {
             let est = c
                 .tps_vs_baseline
                 .as_ref()
-                .map(|k| (k.ratio, k.ratio_ci95.0, k.ratio_ci95.1));
+                .map(|k| (k.ratio, k.shown_interval().0, k.shown_interval().1));
             series.push(Strip {
                 index: i,
                 points: pts,

@@ -34,10 +34,16 @@ pub fn table(r: &Report) -> Option<Table> {
                     match cell.and_then(|x| x.tps_vs_baseline.as_ref().map(|k| (x, k))) {
                         None => "-".into(),
                         Some((x, k)) => format!(
-                            "{:+.1}% [{:+.1}, {:+.1}] {}{}",
+                            "{:+.1}% {} {}{}",
                             (k.ratio - 1.0) * 100.0,
-                            (k.ratio_ci95.0 - 1.0) * 100.0,
-                            (k.ratio_ci95.1 - 1.0) * 100.0,
+                            match k.shown_interval() {
+                                (lo, hi) if hi.is_finite() => format!(
+                                    "[{:+.1}, {:+.1}]",
+                                    (lo - 1.0) * 100.0,
+                                    (hi - 1.0) * 100.0
+                                ),
+                                _ => "[unbounded]".into(),
+                            },
                             match k.verdict {
                                 Verdict::Faster => "faster",
                                 Verdict::Slower => "REGRESSION",

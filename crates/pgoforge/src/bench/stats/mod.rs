@@ -18,7 +18,7 @@ mod power;
 
 pub use describe::{describe, geomean, mean, median, stddev, Describe};
 pub use dist::{t975, t_cdf, t_quantile};
-pub use paired::{holm, min_sign_flip_p, pair_by_round, paired_log_ratios, sign_flip_p};
+pub use paired::{holm, min_sign_flip_p, pair_by_round, paired_log_ratios, sign_flip_p, SignFlip};
 pub use power::{min_detectable_ratio, rounds_needed, rounds_to_detect};
 
 use serde::{Deserialize, Serialize};
@@ -28,8 +28,18 @@ use serde::{Deserialize, Serialize};
 pub struct Comparison {
     /// The geometric mean of the per-round ratios variant / baseline.
     pub ratio: f64,
-    /// 95 % interval of the ratio (t on the paired log-ratios).
+    /// 95 % interval of the ratio (t on the paired log-ratios), uncorrected: the estimate's
+    /// precision, which adaptive rounds and the noise calibration use.
     pub ratio_ci95: (f64, f64),
+    /// The interval that agrees with the verdict: the exact sign-flip test inverted at the level
+    /// Holm's procedure tested this comparison at (so it excludes no change exactly when the
+    /// comparison is significant before the minimum-change rule). Absent from reports made
+    /// before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio_ci_adjusted: Option<(f64, f64)>,
+    /// The level of that interval's test (0.05 for a comparison alone; α/(m−k+1) under Holm).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adjusted_alpha: Option<f64>,
     /// Exact sign-flip permutation p-value on the paired log-ratios, before correction.
     pub p_value: f64,
     /// After Holm's correction over the run's cells (set by the report; equals `p_value` alone).
@@ -42,6 +52,9 @@ pub struct Comparison {
     pub verdict: Verdict,
     /// Problems that make the figure doubtful.
     pub warnings: Vec<String>,
+    /// The paired log-ratios, for intervals at the level a correction assigns (not stored).
+    #[serde(skip)]
+    log_ratios: Vec<f64>,
 }
 
 /// What a comparison concludes; reports render it ([`Comparison::sentence`]).
@@ -73,12 +86,15 @@ impl Comparison {
     /// minimum change, or the correction over the run's comparisons) — never "as fast as".
     pub fn sentence(&self) -> String {
         let pct = |r: f64| (r - 1.0) * 100.0;
-        let (lo, hi) = (pct(self.ratio_ci95.0), pct(self.ratio_ci95.1));
-        let excludes_one = self.ratio_ci95.0 > 1.0 || self.ratio_ci95.1 < 1.0;
+        let shown = self.shown_interval();
+        let (lo, hi) = (pct(shown.0), pct(shown.1));
+        let excludes_one = shown.0 > 1.0 || shown.1 < 1.0;
         match self.verdict {
-            Verdict::NoSignificantDifference if !(lo.is_finite() && hi.is_finite()) => {
-                self.verdict.words().into()
-            }
+            Verdict::NoSignificantDifference if !(lo.is_finite() && hi.is_finite()) => format!(
+                "no significant difference; {} paired rounds are too few for the exact test to \
+                 bound the change at this run's level",
+                self.pairs
+            ),
             Verdict::NoSignificantDifference if excludes_one && self.p_holm < SIGNIFICANCE => {
                 format!(
                     "{:+.1}% [{lo:+.1}, {hi:+.1}], below the {:.0}% minimum change: not counted",
@@ -98,8 +114,8 @@ impl Comparison {
                 "{} {:+.1}% [{:+.1}, {:+.1}]",
                 v.words(),
                 pct(self.ratio),
-                pct(self.ratio_ci95.0),
-                pct(self.ratio_ci95.1)
+                lo,
+                hi
             ),
         }
     }
@@ -139,7 +155,8 @@ pub fn compare(baseline: &[(u32, f64)], variant: &[(u32, f64)], better: Better) 
     };
     let ratio = m.exp();
     let ci = ((m - half).exp(), (m + half).exp());
-    let p = sign_flip_p(&d);
+    let flips = (!d.is_empty()).then(|| SignFlip::new(&d));
+    let p = flips.as_ref().map_or(1.0, |s| s.p(0.0));
     let pct = |r: f64| (r - 1.0) * 100.0;
     let mut warnings = Vec::new();
     if n < MIN_ROUNDS {
@@ -157,13 +174,19 @@ pub fn compare(baseline: &[(u32, f64)], variant: &[(u32, f64)], better: Better) 
     let mut c = Comparison {
         ratio,
         ratio_ci95: ci,
+        ratio_ci_adjusted: None,
+        adjusted_alpha: None,
         p_value: p,
         p_holm: p,
         pairs: n,
         significant: false,
         verdict: Verdict::NoSignificantDifference,
         warnings,
+        log_ratios: d,
     };
+    if let Some(s) = &flips {
+        c.set_adjusted_interval_from(s, SIGNIFICANCE);
+    }
     c.decide(better);
     c
 }
@@ -174,10 +197,42 @@ impl Comparison {
         (self.ratio_ci95.1.ln() - self.ratio_ci95.0.ln()) / 2.0
     }
 
-    /// Significance and verdict from the (corrected) p-value, the interval and the noise floor.
+    /// The interval printed with the verdict ([`Comparison::ratio_ci_adjusted`]), the exact test
+    /// inverted at `alpha` (kept as it is when the log-ratios are not at hand, as in a report read
+    /// back from JSON).
+    fn set_adjusted_interval(&mut self, alpha: f64) {
+        if self.log_ratios.is_empty() {
+            return;
+        }
+        self.set_adjusted_interval_from(&SignFlip::new(&self.log_ratios), alpha);
+    }
+
+    fn set_adjusted_interval_from(&mut self, s: &SignFlip, alpha: f64) {
+        let (lo, hi) = s.interval(alpha);
+        // Unbounded (too few rounds): no interval stored, as JSON has no infinity.
+        self.ratio_ci_adjusted = hi.is_finite().then(|| (lo.exp(), hi.exp()));
+        self.adjusted_alpha = Some(alpha);
+    }
+
+    /// The interval that agrees with the verdict, or the uncorrected t interval for a comparison
+    /// recorded before there was one.
+    pub fn shown_interval(&self) -> (f64, f64) {
+        match (self.ratio_ci_adjusted, self.adjusted_alpha) {
+            (Some(i), _) => i,
+            // Computed, and unbounded: too few rounds to exclude anything.
+            (None, Some(_)) => (0.0, f64::INFINITY),
+            (None, None) => self.ratio_ci95,
+        }
+    }
+
+    /// Significance and verdict from the (corrected) exact p-value and the minimum change. The
+    /// adjusted interval excludes no change exactly when the p-value is below its level, so the
+    /// printed interval and the verdict cannot disagree.
     fn decide(&mut self, better_is: Better) {
         let higher_better = better_is == Better::Higher;
-        let excludes_one = self.ratio_ci95.0 > 1.0 || self.ratio_ci95.1 < 1.0;
+        // Comparisons read back without their adjusted interval keep the old rule.
+        let excludes_one =
+            self.adjusted_alpha.is_some() || self.ratio_ci95.0 > 1.0 || self.ratio_ci95.1 < 1.0;
         self.significant =
             self.p_holm < SIGNIFICANCE && excludes_one && (self.ratio - 1.0).abs() >= NOISE;
         let better = (self.ratio > 1.0) == higher_better;
@@ -190,11 +245,28 @@ impl Comparison {
         };
     }
 
-    /// Applies Holm's correction over a family of comparisons (one metric, all cells of a run).
+    /// Applies Holm's correction over a family of comparisons (one metric, all cells of a run),
+    /// and gives each the interval of the level Holm's procedure tested it at: α/(m−k+1) for
+    /// the k-th smallest p while the procedure rejects, and the level it stopped at for every
+    /// comparison from there on — so a rejected comparison's interval excludes no change and
+    /// every other one's includes it.
     pub fn apply_holm(family: &mut [&mut Comparison], better: Better) {
         let p: Vec<f64> = family.iter().map(|c| c.p_value).collect();
-        for (c, adj) in family.iter_mut().zip(holm(&p)) {
+        let m = p.len();
+        let mut order: Vec<usize> = (0..m).collect();
+        order.sort_by(|&a, &b| p[a].total_cmp(&p[b]));
+        let mut level = vec![SIGNIFICANCE; m];
+        let mut stopped: Option<f64> = None;
+        for (k, &i) in order.iter().enumerate() {
+            let at = SIGNIFICANCE / (m - k) as f64;
+            if stopped.is_none() && p[i] >= at {
+                stopped = Some(at);
+            }
+            level[i] = stopped.unwrap_or(at);
+        }
+        for ((c, adj), alpha) in family.iter_mut().zip(holm(&p)).zip(level) {
             c.p_holm = adj;
+            c.set_adjusted_interval(alpha);
             c.decide(better);
         }
     }
@@ -247,6 +319,67 @@ mod tests {
         assert!(!a.significant, "0.0625 after Holm over 8: {a:?}");
     }
 
+    /// The printed interval and the verdict are one inference: over random runs, comparisons
+    /// and corrections, a comparison is significant exactly when its adjusted interval excludes
+    /// no change (changes of at least the minimum), and the interval widens with the correction.
+    #[test]
+    fn the_adjusted_interval_agrees_with_the_verdict_every_time() {
+        let mut rng = SbRng::new(7, 7);
+        let mut g = || {
+            let u: f64 = (0..12)
+                .map(|_| rng.uniform(0, 1_000_000) as f64 / 1e6)
+                .sum();
+            u - 6.0
+        };
+        let mut checked = 0;
+        for trial in 0..300 {
+            let n = 5 + trial % 10;
+            let m = 1 + trial % 7;
+            let mut family: Vec<Comparison> = (0..m)
+                .map(|j| {
+                    let gain = 0.9 + 0.05 * j as f64 + 0.01 * (trial % 5) as f64;
+                    let base: Vec<(u32, f64)> = (0..n).map(|r| (r as u32, 1000.0)).collect();
+                    let var: Vec<(u32, f64)> = (0..n)
+                        .map(|r| (r as u32, 1000.0 * gain * (1.0 + 0.04 * g())))
+                        .collect();
+                    compare(&base, &var, Better::Higher)
+                })
+                .collect();
+            let alone: Vec<(f64, f64)> = family.iter().map(|c| c.shown_interval()).collect();
+            let mut refs: Vec<&mut Comparison> = family.iter_mut().collect();
+            Comparison::apply_holm(&mut refs, Better::Higher);
+            for (c, a) in family.iter().zip(&alone) {
+                let (lo, hi) = c.shown_interval();
+                let excludes = lo > 1.0 || hi < 1.0;
+                if (c.ratio - 1.0).abs() >= NOISE {
+                    assert_eq!(c.significant, excludes, "{c:?}");
+                    checked += 1;
+                }
+                assert_eq!(c.p_holm < SIGNIFICANCE, excludes, "{c:?}");
+                assert!(
+                    lo <= a.0 + 1e-12 && hi >= a.1 - 1e-12,
+                    "wider under Holm: {c:?}"
+                );
+                assert!(lo <= c.ratio && c.ratio <= hi, "{c:?}");
+            }
+        }
+        assert!(checked > 1000, "{checked}");
+        // The exact interval at known answers: all six log-ratios equal, α = 0.05: 64
+        // assignments, p_up(δ) = (1 + #subset means ≤ δ)/64 must exceed 0.025 — every subset
+        // mean is 0.1, so the interval is the point 0.1; and five pairs can exclude nothing.
+        let s = SignFlip::new(&[0.1; 6]);
+        let (lo, hi) = s.interval(0.05);
+        assert!(
+            (lo - 0.1).abs() < 1e-12 && (hi - 0.1).abs() < 1e-12,
+            "{lo} {hi}"
+        );
+        assert_eq!(s.p(0.0), 2.0 / 64.0);
+        assert_eq!(
+            SignFlip::new(&[0.1; 5]).interval(0.05),
+            (f64::NEG_INFINITY, f64::INFINITY)
+        );
+    }
+
     /// Without significance the sentence says what the data allow, and an interval that excludes
     /// no change says why it is not a finding.
     #[test]
@@ -255,12 +388,16 @@ mod tests {
             let mut c = Comparison {
                 ratio,
                 ratio_ci95: (lo, hi),
+                // As read back from a report of before the adjusted interval: the t interval.
+                ratio_ci_adjusted: None,
+                adjusted_alpha: None,
                 p_value: p,
                 p_holm,
                 pairs: 8,
                 significant: false,
                 verdict: Verdict::NoSignificantDifference,
                 warnings: Vec::new(),
+                log_ratios: Vec::new(),
             };
             c.decide(Better::Higher);
             c.sentence()
@@ -281,7 +418,7 @@ mod tests {
             c(1.05, 1.01, 1.09, 0.008, 0.01),
             "faster +5.0% [+1.0, +9.0]"
         );
-        assert!(!c(1.0, 0.0, f64::INFINITY, 1.0, 1.0).contains("allow"));
+        assert!(c(1.0, 0.0, f64::INFINITY, 1.0, 1.0).contains("8 paired rounds are too few"));
     }
 
     /// Simulated benchmarks with noise shaped like the committed MariaDB runs: a per-round machine

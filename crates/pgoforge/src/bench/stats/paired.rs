@@ -3,42 +3,118 @@
 
 use oltp::rng::SbRng;
 
-/// The two-sided exact sign-flip permutation p-value of mean(d) = 0: the share of the 2^n sign
-/// assignments whose |sum| is at least the observed one (beyond 20 pairs, 2^20 seeded draws).
-pub fn sign_flip_p(d: &[f64]) -> f64 {
-    let n = d.len();
-    if n == 0 {
-        return 1.0;
-    }
-    let observed = d.iter().sum::<f64>().abs();
-    // Tolerance: sums equal up to rounding count as "at least as extreme".
-    let tol = 1e-12 * d.iter().map(|x| x.abs()).sum::<f64>().max(1e-300);
-    let extreme = |signs: u64| {
-        let s: f64 = d
-            .iter()
-            .enumerate()
-            .map(|(i, x)| if signs >> i & 1 == 1 { -x } else { *x })
-            .sum();
-        s.abs() >= observed - tol
-    };
-    if n <= 20 {
-        let total = 1u64 << n;
-        let hits = (0..total).filter(|&m| extreme(m)).count();
-        return hits as f64 / total as f64;
-    }
-    let mut rng = SbRng::new(0x5161, n as u64);
-    let draws = 1u64 << 20;
-    let mut hits = 0u64;
-    for _ in 0..draws {
-        let mut signs = 0u64;
-        for i in 0..n.min(64) {
-            if rng.uniform(0, 1) == 1 {
-                signs |= 1 << i;
+/// The sign-flip distribution of the paired log-ratios `d`, in the form that makes the test and
+/// its interval one inference: flipping the signs of a subset S moves the sum by 2·Σ_S d, so at a
+/// shift δ that assignment is at least as extreme upwards as the observed one exactly when
+/// mean(d_S) ≤ δ. The sorted means of the non-empty subsets therefore give both the one-sided
+/// p-values at any δ and, as order statistics, the confidence bounds (as Walsh averages do for
+/// the signed-rank test). All 2^n − 1 subsets up to 20 pairs; beyond, 2^20 seeded draws.
+#[derive(Clone, Debug)]
+pub struct SignFlip {
+    /// The subset means (unsorted: counts and two order statistics are linear-time).
+    means: Vec<f64>,
+    /// Assignments counted, the observed one included (2^n, or draws + 1).
+    total: f64,
+    tol: f64,
+}
+
+impl SignFlip {
+    pub fn new(d: &[f64]) -> SignFlip {
+        let n = d.len();
+        // Means equal up to rounding count as equal ("at least as extreme").
+        let tol = 1e-12 * d.iter().map(|x| x.abs()).fold(0.0, f64::max).max(1e-300);
+        let mut means = Vec::new();
+        if n == 0 {
+        } else if n <= 20 {
+            // Gray code: each next subset differs by one element.
+            let total = 1u64 << n;
+            means.reserve(total as usize - 1);
+            let (mut sum, mut count) = (0.0f64, 0u32);
+            let mut prev = 0u64;
+            for i in 1..total {
+                let g = i ^ (i >> 1);
+                let bit = (g ^ prev).trailing_zeros() as usize;
+                if g >> bit & 1 == 1 {
+                    sum += d[bit];
+                    count += 1;
+                } else {
+                    sum -= d[bit];
+                    count -= 1;
+                }
+                prev = g;
+                means.push(sum / count as f64);
+            }
+        } else {
+            let mut rng = SbRng::new(0x5161, n as u64);
+            for _ in 0..1u64 << 20 {
+                let (mut sum, mut count) = (0.0, 0u32);
+                for x in d {
+                    if rng.uniform(0, 1) == 1 {
+                        sum += x;
+                        count += 1;
+                    }
+                }
+                if count > 0 {
+                    means.push(sum / count as f64);
+                }
             }
         }
-        hits += extreme(signs) as u64;
+        let total = if n <= 20 {
+            (1u64 << n) as f64
+        } else {
+            means.len() as f64 + 1.0
+        };
+        SignFlip { means, total, tol }
     }
-    (hits + 1) as f64 / (draws + 1) as f64
+
+    /// The one-sided p-values of mean = δ against a larger and a smaller mean.
+    pub fn one_sided(&self, delta: f64) -> (f64, f64) {
+        let below = self
+            .means
+            .iter()
+            .filter(|m| **m <= delta + self.tol)
+            .count();
+        let above = self
+            .means
+            .iter()
+            .filter(|m| **m >= delta - self.tol)
+            .count();
+        (
+            (1 + below) as f64 / self.total,
+            (1 + above) as f64 / self.total,
+        )
+    }
+
+    /// The equal-tailed two-sided p-value of mean = δ: twice the smaller one-sided one.
+    pub fn p(&self, delta: f64) -> f64 {
+        let (up, down) = self.one_sided(delta);
+        (2.0 * up.min(down)).min(1.0)
+    }
+
+    /// The shifts δ the test at two-sided level `alpha` does not reject: [lower, upper], infinite
+    /// where too few pairs can reject nothing. 0 lies outside it exactly when p(0) ≤ alpha.
+    pub fn interval(&self, alpha: f64) -> (f64, f64) {
+        // The fewest subset means at or below δ for which p_up(δ) = (1 + c) / total exceeds α/2.
+        let c = (alpha / 2.0 * self.total - 1.0).floor().max(-1.0) as i64 + 1;
+        let c = c.max(0) as usize;
+        if c == 0 || c > self.means.len() {
+            return (f64::NEG_INFINITY, f64::INFINITY);
+        }
+        let mut v = self.means.clone();
+        let len = v.len();
+        let lo = *v.select_nth_unstable_by(c - 1, f64::total_cmp).1;
+        let hi = *v.select_nth_unstable_by(len - c, f64::total_cmp).1;
+        (lo, hi)
+    }
+}
+
+/// The two-sided exact sign-flip permutation p-value of mean(d) = 0, equal-tailed (twice the
+/// smaller one-sided p), so that it and [`SignFlip::interval`] always agree.
+pub fn sign_flip_p(d: &[f64]) -> f64 {
+    if d.is_empty() {
+        return 1.0;
+    }
+    SignFlip::new(d).p(0.0)
 }
 
 /// The smallest p-value the sign-flip test can give with `n` pairs: 2 / 2^n.
