@@ -155,10 +155,14 @@ impl HeldOut {
 
 /// How the report decides, beyond the numbers. Kept in the run directory (`policy.json`, absent
 /// for the default) so that every later `pgoforge report` decides as the run did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Policy {
     /// A contender significantly slower on a held-out workload (only there) may still win.
     pub allow_held_out_regression: bool,
+    /// The smallest change counted as one (`--min-effect`, a fraction; absent: 2 %). A
+    /// significant change below it is reported as below the minimum, never as a finding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_effect: Option<f64>,
 }
 
 impl Policy {
@@ -409,7 +413,7 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
             ));
         }
     }
-    correct_over_the_run(&mut cells);
+    correct_over_the_run(&mut cells, policy.min_effect);
     unstable_runs(&mut cells, &records);
     let noise_floor = super::calibrate::read(&super::calibrate::copy_in_run_dir(dir))?;
     if let Some(cal) = &noise_floor {
@@ -456,7 +460,7 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
 /// Holm over every throughput comparison of the run, and separately over every latency one:
 /// a run of 3 variants × 3 workloads makes 9 claims, and each is called significant only if it
 /// survives the correction.
-fn correct_over_the_run(cells: &mut [Cell]) {
+fn correct_over_the_run(cells: &mut [Cell], min_effect: Option<f64>) {
     let mut tps: Vec<&mut Comparison> = Vec::new();
     let mut p95: Vec<&mut Comparison> = Vec::new();
     for c in cells.iter_mut() {
@@ -468,8 +472,8 @@ fn correct_over_the_run(cells: &mut [Cell]) {
         }
     }
     let m = tps.len();
-    Comparison::apply_holm(&mut tps, Better::Higher);
-    Comparison::apply_holm(&mut p95, Better::Lower);
+    Comparison::apply_holm_with(&mut tps, Better::Higher, min_effect);
+    Comparison::apply_holm_with(&mut p95, Better::Lower, min_effect);
     let needed = super::stats::rounds_needed(m);
     for c in cells.iter_mut() {
         if let Some(k) = c.tps_vs_baseline.as_mut() {
@@ -594,7 +598,7 @@ fn decide(plan: &BenchPlan, cells: &[Cell], geomeans: &[Geomean], policy: Policy
             });
         }
         let mut fam: Vec<&mut Comparison> = versus.iter_mut().map(|v| &mut v.comparison).collect();
-        Comparison::apply_holm(&mut fam, Better::Higher);
+        Comparison::apply_holm_with(&mut fam, Better::Higher, policy.min_effect);
     }
     let tied = runner_up.is_some()
         && !versus
@@ -680,7 +684,7 @@ mod tests {
         mut cells: Vec<Cell>,
         policy: Policy,
     ) -> (Decision, Option<HeldOut>) {
-        correct_over_the_run(&mut cells);
+        correct_over_the_run(&mut cells, None);
         let mut g: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         for c in &cells {
             g.entry(c.contender.clone())
@@ -707,6 +711,7 @@ mod tests {
         assert_eq!(Policy::stored(d.path()).unwrap(), Policy::default());
         let allow = Policy {
             allow_held_out_regression: true,
+            ..Policy::default()
         };
         allow.store(d.path()).unwrap();
         assert_eq!(Policy::stored(d.path()).unwrap(), allow);
@@ -744,6 +749,7 @@ mod tests {
         assert!(h.sentence().contains("pass --allow-regression"));
         let allow = Policy {
             allow_held_out_regression: true,
+            ..Policy::default()
         };
         let (d, h) = decided_with(&p, cells(), allow);
         assert_eq!(d.winner.as_deref(), Some("pgo"));
@@ -827,7 +833,7 @@ mod tests {
         assert!(h.regressions[0].starts_with("pgo@oltp tpcc"), "{h:?}");
         assert_eq!(d.winner.as_deref(), Some("pgo@tpcc"));
         let mut cells = cells;
-        correct_over_the_run(&mut cells);
+        correct_over_the_run(&mut cells, None);
         let r = Report {
             plan: p,
             environment: Environment::default(),
@@ -922,7 +928,7 @@ mod tests {
         assert_eq!(d.runner_up, None);
         // Too few rounds for the exact test: nothing wins, and the cell says why.
         let mut cells = vec![cell("pgo", "a", 1.3, &W[..4])];
-        correct_over_the_run(&mut cells);
+        correct_over_the_run(&mut cells, None);
         let k = cells[0].tps_vs_baseline.as_ref().unwrap();
         assert!(!k.significant);
         assert!(k.warnings.iter().any(|w| w.contains("--rounds 6")), "{k:?}");

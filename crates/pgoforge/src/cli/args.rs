@@ -418,6 +418,16 @@ pub fn contender(s: &str) -> Result<Contender, String> {
     })
 }
 
+/// `--min-effect PCT` as a fraction: a percentage from 0 to 100.
+pub fn parse_min_effect(s: &str) -> Result<f64, String> {
+    match s.trim_end_matches('%').parse::<f64>() {
+        Ok(p) if (0.0..100.0).contains(&p) => Ok(p / 100.0),
+        _ => Err(format!(
+            "'{s}': give the smallest change that counts in percent, from 0 (any significant change) to below 100, e.g. 1 or 0.5"
+        )),
+    }
+}
+
 /// A benchmark workload (`replay` with `--replay-file`).
 fn parse_bench_workload(s: &str) -> Result<TestName, String> {
     s.parse()

@@ -41,6 +41,10 @@ pub struct ReportArgs {
     allow_regression: bool,
     #[arg(long = "no-allow-regression", hide = true)]
     no_allow_regression: bool,
+    /// The smallest change, in percent, that counts as faster or slower [2; or what the run
+    /// stored]; stored in the run directory like --allow-regression.
+    #[arg(long = "min-effect", value_name = "PCT", value_parser = super::args::parse_min_effect)]
+    min_effect: Option<f64>,
 }
 
 pub fn main(a: ReportArgs) -> Result<i32> {
@@ -58,12 +62,23 @@ pub fn main(a: ReportArgs) -> Result<i32> {
         return Ok(0);
     }
     // A policy given here is stored only once the run directory proved to hold a benchmark.
-    let given = (a.allow_regression || a.no_allow_regression).then_some(report::Policy {
-        allow_held_out_regression: a.allow_regression,
-    });
+    let stored = || report::Policy::stored(&a.run);
+    let given = if a.allow_regression || a.no_allow_regression || a.min_effect.is_some() {
+        let before = stored().unwrap_or_default();
+        Some(report::Policy {
+            allow_held_out_regression: if a.allow_regression || a.no_allow_regression {
+                a.allow_regression
+            } else {
+                before.allow_held_out_regression
+            },
+            min_effect: a.min_effect.or(before.min_effect),
+        })
+    } else {
+        None
+    };
     let policy = match given {
         Some(p) => p,
-        None => report::Policy::stored(&a.run)?,
+        None => stored()?,
     };
     let r = report::build_with(&a.run, a.baseline.as_deref(), policy)?;
     if a.baseline.is_none() {

@@ -95,6 +95,11 @@ pub struct RunArgs {
     /// workload (one its profile was not trained on, such as tpcc); the report still names it.
     #[arg(long = "allow-regression")]
     allow_regression: bool,
+    /// The smallest change, in percent, that counts as faster or slower [2]: a significant change
+    /// below it is reported as below the minimum, not as a finding. A decision policy: stored
+    /// with the run, changeable later with `pgoforge report --min-effect`.
+    #[arg(long = "min-effect", value_name = "PCT", value_parser = super::args::parse_min_effect)]
+    min_effect: Option<f64>,
     /// The seed of the benchmark's round orders, to replay a run's design [a fresh one per run,
     /// kept across reruns].
     #[arg(long)]
@@ -241,6 +246,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
         outside: a.binaries.clone(),
         guard: a.guard.guard(),
         allow_regression: a.allow_regression,
+        min_effect: a.min_effect,
         auto_rounds: !a.bench.rounds_given(),
         gate: a.gate.unwrap_or(if recipe_has_mtr {
             GateMode::Mtr

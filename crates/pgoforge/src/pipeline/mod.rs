@@ -89,6 +89,7 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
             run_dir: run_dir.clone(),
             policy: crate::bench::report::Policy {
                 allow_held_out_regression: req.allow_regression,
+                min_effect: req.min_effect,
             },
         },
         &cx,

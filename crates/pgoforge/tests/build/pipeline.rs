@@ -81,6 +81,7 @@ fn request(
         // Tests share the machine (and one of them loads it on purpose).
         guard: pgoforge::bench::load::Guard::allow_busy(),
         allow_regression: false,
+        min_effect: None,
         auto_rounds: false,
         gate: pgoforge::gate::GateMode::Quick,
         mtr_tests: None,

@@ -56,3 +56,57 @@ fn committed_reports_regenerate_identically_from_their_results() {
         assert!(html.contains("<svg"), "charts in {}", dir.display());
     }
 }
+
+/// `pgoforge report --min-effect`: the smallest change that counts is a stated policy, stored
+/// in the run directory and applied by every later report; significant changes below it are
+/// reported as below the minimum, not as findings.
+#[test]
+fn the_minimum_change_is_a_stored_policy_that_later_reports_apply() {
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results/mariadb-10.11-default");
+    let t = tempfile::tempdir().unwrap();
+    for f in ["plan.json", "results.jsonl", "environment.json", "mtr.json"] {
+        fs::copy(src.join(f), t.path().join(f)).unwrap();
+    }
+    let report = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_pgoforge"))
+            .arg("report")
+            .arg(t.path())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    // Every gain there is +34 to +50 %: at a 60 % minimum none counts.
+    let out = report(&["--min-effect", "60"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        text.contains("below the 60% minimum change: not counted"),
+        "{text}"
+    );
+    assert!(
+        text.contains("decision: no contender measurably beat the baseline"),
+        "{text}"
+    );
+    let policy = fs::read_to_string(t.path().join("policy.json")).unwrap();
+    assert!(policy.contains("\"min_effect\": 0.6"), "{policy}");
+    // A later report without the flag decides the same way; the Markdown states the rule.
+    let again = String::from_utf8_lossy(&report(&[]).stdout).to_string();
+    assert_eq!(again, text);
+    assert!(fs::read_to_string(t.path().join("report.md"))
+        .unwrap()
+        .contains("a change of at least 60%"));
+    // Back to the default: the run's own verdicts.
+    let out = report(&["--min-effect", "2"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("faster +47.7%"));
+    for bad in ["150", "-1", "two"] {
+        let out = report(&[&format!("--min-effect={bad}")]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("in percent"), "{bad}: {err}");
+    }
+}

@@ -150,6 +150,11 @@ pub fn warnings(r: &Report) -> Vec<String> {
 }
 
 pub fn document(r: &Report) -> Vec<Block> {
+    let min_effect = r
+        .cells
+        .iter()
+        .find_map(|c| c.tps_vs_baseline.as_ref().map(|k| k.min_change()))
+        .unwrap_or(crate::bench::stats::NOISE);
     let mut d = vec![
         Block::Title(format!(
             "Benchmark: {}",
@@ -164,17 +169,17 @@ pub fn document(r: &Report) -> Vec<Block> {
             "{} rounds (interleaved: every contender once per round, back to back), {} s per run after {} s warm-up, {} tables x {} rows, buffer pool {} MiB.",
             r.rounds_found, r.plan.spec.seconds, r.plan.spec.warmup_seconds, r.plan.spec.tables, r.plan.spec.table_size, r.plan.config.buffer_pool_mb
         )),
-        Block::Paragraph(
+        Block::Paragraph(format!(
             "Method: paired by round — the ratio is the geometric mean of the per-round ratios \
              contender / baseline; p is the exact sign-flip permutation test on the log-ratios \
              (equal-tailed), and in parentheses after Holm's correction over all the run's \
              comparisons. The interval is that test inverted at the level Holm's procedure \
              tested the comparison at (α/(m−k+1)), so it excludes no change exactly when the \
              comparison is significant; with few rounds it is as wide as the rounds' own spread. \
-             Significant: Holm p < 0.05 and a change of at least 2% (smaller significant \
-             changes are reported as below the minimum, not as noise)."
-                .into(),
-        ),
+             Significant: Holm p < 0.05 and a change of at least {}% (smaller significant \
+             changes are reported as below the minimum, not as noise).",
+            crate::bench::stats::percent_number(min_effect)
+        )),
     ];
     if let Some(t) = r.plan.spec.target_ci_pct {
         d.push(Block::Paragraph(format!(

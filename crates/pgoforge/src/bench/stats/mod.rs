@@ -52,6 +52,9 @@ pub struct Comparison {
     pub verdict: Verdict,
     /// Problems that make the figure doubtful.
     pub warnings: Vec<String>,
+    /// The smallest change counted (`--min-effect`, a fraction); absent: [`NOISE`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_effect: Option<f64>,
     /// The paired log-ratios, for intervals at the level a correction assigns (not stored).
     #[serde(skip)]
     log_ratios: Vec<f64>,
@@ -97,9 +100,9 @@ impl Comparison {
             ),
             Verdict::NoSignificantDifference if excludes_one && self.p_holm < SIGNIFICANCE => {
                 format!(
-                    "{:+.1}% [{lo:+.1}, {hi:+.1}], below the {:.0}% minimum change: not counted",
+                    "{:+.1}% [{lo:+.1}, {hi:+.1}], below the {}% minimum change: not counted",
                     pct(self.ratio),
-                    NOISE * 100.0
+                    percent_number(self.min_change())
                 )
             }
             Verdict::NoSignificantDifference if excludes_one => format!(
@@ -123,6 +126,12 @@ impl Comparison {
 
 /// The family-wise error rate Holm's correction holds the run's comparisons to.
 pub const SIGNIFICANCE: f64 = 0.05;
+
+/// A fraction as a short percentage number: 0.02 → "2", 0.005 → "0.5".
+pub fn percent_number(f: f64) -> String {
+    let s = format!("{:.2}", f * 100.0);
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
 
 /// Smallest number of paired rounds for which the sign-flip test can reach p < 0.05 at all.
 pub const MIN_ROUNDS: usize = 6;
@@ -182,6 +191,7 @@ pub fn compare(baseline: &[(u32, f64)], variant: &[(u32, f64)], better: Better) 
         significant: false,
         verdict: Verdict::NoSignificantDifference,
         warnings,
+        min_effect: None,
         log_ratios: d,
     };
     if let Some(s) = &flips {
@@ -214,6 +224,11 @@ impl Comparison {
         self.adjusted_alpha = Some(alpha);
     }
 
+    /// The smallest change a significant comparison must show to count.
+    pub fn min_change(&self) -> f64 {
+        self.min_effect.unwrap_or(NOISE)
+    }
+
     /// The interval that agrees with the verdict, or the uncorrected t interval for a comparison
     /// recorded before there was one.
     pub fn shown_interval(&self) -> (f64, f64) {
@@ -233,8 +248,9 @@ impl Comparison {
         // Comparisons read back without their adjusted interval keep the old rule.
         let excludes_one =
             self.adjusted_alpha.is_some() || self.ratio_ci95.0 > 1.0 || self.ratio_ci95.1 < 1.0;
-        self.significant =
-            self.p_holm < SIGNIFICANCE && excludes_one && (self.ratio - 1.0).abs() >= NOISE;
+        self.significant = self.p_holm < SIGNIFICANCE
+            && excludes_one
+            && (self.ratio - 1.0).abs() >= self.min_change();
         let better = (self.ratio > 1.0) == higher_better;
         self.verdict = match (self.significant, higher_better, better) {
             (false, _, _) => Verdict::NoSignificantDifference,
@@ -251,6 +267,15 @@ impl Comparison {
     /// comparison from there on — so a rejected comparison's interval excludes no change and
     /// every other one's includes it.
     pub fn apply_holm(family: &mut [&mut Comparison], better: Better) {
+        Comparison::apply_holm_with(family, better, None)
+    }
+
+    /// [`Comparison::apply_holm`] with the smallest change counted (`None`: [`NOISE`]).
+    pub fn apply_holm_with(
+        family: &mut [&mut Comparison],
+        better: Better,
+        min_effect: Option<f64>,
+    ) {
         let p: Vec<f64> = family.iter().map(|c| c.p_value).collect();
         let m = p.len();
         let mut order: Vec<usize> = (0..m).collect();
@@ -266,6 +291,7 @@ impl Comparison {
         }
         for ((c, adj), alpha) in family.iter_mut().zip(holm(&p)).zip(level) {
             c.p_holm = adj;
+            c.min_effect = min_effect.filter(|m| *m != NOISE);
             c.set_adjusted_interval(alpha);
             c.decide(better);
         }
@@ -397,6 +423,7 @@ mod tests {
                 significant: false,
                 verdict: Verdict::NoSignificantDifference,
                 warnings: Vec::new(),
+                min_effect: None,
                 log_ratios: Vec::new(),
             };
             c.decide(Better::Higher);

@@ -65,6 +65,10 @@ pub struct RunRequest {
     /// policy: not part of any stage's key, the report applies it).
     #[serde(skip)]
     pub allow_regression: bool,
+    /// The smallest change counted (`--min-effect`, a fraction; `None`: 2 %): decision policy,
+    /// as `allow_regression`.
+    #[serde(skip)]
+    pub min_effect: Option<f64>,
     /// Raise the benchmark's rounds to what the exact test needs for the run's comparisons
     /// (`--rounds` not given).
     pub auto_rounds: bool,
@@ -369,6 +373,7 @@ mod tests {
             outside: Vec::new(),
             guard: crate::bench::load::Guard::allow_busy(),
             allow_regression: false,
+            min_effect: None,
             auto_rounds: false,
             gate: GateMode::Quick,
             mtr_tests: None,

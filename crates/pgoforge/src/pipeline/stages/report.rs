@@ -11,8 +11,8 @@ use crate::pipeline::state::inputs_hash;
 
 pub struct ReportStage {
     pub run_dir: PathBuf,
-    /// Decided on every build of the report, so a changed `--allow-regression` takes effect on
-    /// the stored results without benchmarking again.
+    /// Decided on every build of the report, so a changed `--allow-regression` or
+    /// `--min-effect` takes effect on the stored results without benchmarking again.
     pub policy: report::Policy,
 }
 
