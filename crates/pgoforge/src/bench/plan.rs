@@ -49,7 +49,15 @@ pub struct BenchPlan {
     /// `trained_on` is empty). Absent from other plans, so their hash stays.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub training: Vec<Training>,
+    /// The contender that is the baseline's binary served again (an A/A control interleaved like
+    /// every contender): its scatter against the baseline is this run's own noise. Not a claim:
+    /// outside Holm's family, never chosen. Absent from plans without one, so their hash stays.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aa_control: Option<String>,
 }
+
+/// The name the A/A control runs under.
+pub const AA_CONTROL: &str = "baseline-again";
 
 /// One contender of a matrix and the training mix of its profile.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,7 +94,8 @@ impl BenchPlan {
                 None => return Vec::new(),
             }
         };
-        if trained.is_empty() || contender == self.contenders[0].name {
+        if trained.is_empty() || contender == self.contenders[0].name || self.is_control(contender)
+        {
             return Vec::new();
         }
         self.spec
@@ -95,6 +104,11 @@ impl BenchPlan {
             .filter(|w| !trained.contains(w))
             .copied()
             .collect()
+    }
+
+    /// Whether `contender` is the A/A control.
+    pub fn is_control(&self, contender: &str) -> bool {
+        self.aa_control.as_deref() == Some(contender)
     }
 
     /// The training mix `contender` was trained on, in a matrix.
@@ -172,6 +186,7 @@ mod tests {
             reference_only: Vec::new(),
             trained_on: Vec::new(),
             training: Vec::new(),
+            aa_control: None,
         };
         p.sweep_buffer_pool(&[512, 2048]);
         let names: Vec<&str> = p.contenders.iter().map(|c| c.name.as_str()).collect();

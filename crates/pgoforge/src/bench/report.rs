@@ -122,6 +122,103 @@ pub struct Report {
     /// (absent when the benchmark had no training or no such workload).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_out: Option<HeldOut>,
+    /// This run's own noise, from its A/A control (absent without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_noise: Option<OwnNoise>,
+}
+
+/// What the A/A control (the baseline served again, interleaved like every contender) says
+/// about this run: how much the per-round ratios scatter with nothing changed, and the smallest
+/// change the run's rounds could detect over its comparisons.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OwnNoise {
+    pub control: String,
+    /// The comparisons Holm corrects over (the control's are not among them).
+    pub comparisons: usize,
+    pub cells: Vec<NoiseCell>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NoiseCell {
+    pub workload: String,
+    pub threads: u32,
+    pub rounds: usize,
+    /// Standard deviation of the control's per-round log-ratios against the baseline.
+    pub sd_log_ratio: f64,
+    /// The smallest true change detected with 80 % power at these rounds over `comparisons`
+    /// (a ratio; infinite when the rounds cannot reach the level at all).
+    pub detectable_ratio: f64,
+    /// The control against the baseline: significant here means the run is not A/A-clean.
+    pub aa: Comparison,
+}
+
+impl OwnNoise {
+    /// One sentence for the report.
+    pub fn sentence(&self) -> String {
+        let cells: Vec<String> = self
+            .cells
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {} thr: scatter {:.1}% per round, detectable {}",
+                    c.workload,
+                    c.threads,
+                    c.sd_log_ratio * 100.0,
+                    if c.detectable_ratio.is_finite() {
+                        format!("{:.1}%", (c.detectable_ratio - 1.0) * 100.0)
+                    } else {
+                        "nothing (too few rounds)".into()
+                    }
+                )
+            })
+            .collect();
+        format!(
+            "This run's own noise (A/A control: the baseline served again as {}, interleaved like \
+             every contender; detectable = the smallest change found with 80% power at these \
+             rounds over the run's {} comparisons): {}.",
+            self.control,
+            self.comparisons,
+            cells.join("; ")
+        )
+    }
+}
+
+fn own_noise(plan: &BenchPlan, cells: &[Cell]) -> Option<OwnNoise> {
+    let control = plan.aa_control.as_ref()?;
+    let comparisons = cells
+        .iter()
+        .filter(|c| !plan.is_control(&c.contender) && c.tps_vs_baseline.is_some())
+        .count();
+    let base = &plan.contenders[0].name;
+    let noise_cells: Vec<NoiseCell> = cells
+        .iter()
+        .filter(|c| &c.contender == control)
+        .filter_map(|c| {
+            let aa = c.tps_vs_baseline.clone()?;
+            let b = cells.iter().find(|x| {
+                &x.contender == base && x.workload == c.workload && x.threads == c.threads
+            })?;
+            let d = super::stats::paired_log_ratios(&b.tps_rounds, &c.tps_rounds);
+            let sd = if d.len() > 1 {
+                super::stats::stddev(&d)
+            } else {
+                f64::INFINITY
+            };
+            Some(NoiseCell {
+                workload: c.workload.clone(),
+                threads: c.threads,
+                rounds: d.len(),
+                sd_log_ratio: sd,
+                detectable_ratio: super::stats::min_detectable_ratio(sd, d.len(), comparisons),
+                aa,
+            })
+        })
+        .collect();
+    Some(OwnNoise {
+        control: control.clone(),
+        comparisons,
+        cells: noise_cells,
+    })
 }
 
 /// The held-out check: workloads the profiles never saw, and the cells significantly slower than
@@ -413,7 +510,7 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
             ));
         }
     }
-    correct_over_the_run(&mut cells, policy.min_effect);
+    correct_over_the_run(&mut cells, &plan, policy.min_effect);
     unstable_runs(&mut cells, &records);
     let noise_floor = super::calibrate::read(&super::calibrate::copy_in_run_dir(dir))?;
     if let Some(cal) = &noise_floor {
@@ -429,6 +526,21 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
         .collect();
     let decision = decide(&plan, &cells, &geomeans, policy);
     let held_out = held_out(&plan, &cells, policy);
+    let own_noise = own_noise(&plan, &cells);
+    if let Some(n) = &own_noise {
+        for nc in n.cells.iter().filter(|x| x.aa.significant) {
+            if let Some(c) = cells.iter_mut().find(|c| {
+                c.contender == n.control && c.workload == nc.workload && c.threads == nc.threads
+            }) {
+                c.warnings.push(
+                    "the A/A control (the baseline's own binary) differs significantly from the \
+                     baseline: something besides the binaries changes between runs (position, \
+                     drift, a server start); read this run's differences of that size with care"
+                        .into(),
+                );
+            }
+        }
+    }
     let rounds_found = records.iter().map(|r| r.round).max().unwrap_or(0);
     Ok(Report {
         gate: crate::gate::mtr::read_copy(dir)?,
@@ -449,6 +561,7 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
             .collect(),
         decision: Some(decision),
         held_out,
+        own_noise,
         noise_floor,
         plan,
         cells,
@@ -460,10 +573,19 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
 /// Holm over every throughput comparison of the run, and separately over every latency one:
 /// a run of 3 variants × 3 workloads makes 9 claims, and each is called significant only if it
 /// survives the correction.
-fn correct_over_the_run(cells: &mut [Cell], min_effect: Option<f64>) {
+fn correct_over_the_run(cells: &mut [Cell], plan: &BenchPlan, min_effect: Option<f64>) {
+    // The A/A control is not a claim: corrected over its own cells, it leaves the run's
+    // intervals as they would be without it.
+    let mut control: Vec<&mut Comparison> = Vec::new();
+    for c in cells.iter_mut().filter(|c| plan.is_control(&c.contender)) {
+        if let Some(k) = c.tps_vs_baseline.as_mut() {
+            control.push(k);
+        }
+    }
+    Comparison::apply_holm_with(&mut control, Better::Higher, min_effect);
     let mut tps: Vec<&mut Comparison> = Vec::new();
     let mut p95: Vec<&mut Comparison> = Vec::new();
-    for c in cells.iter_mut() {
+    for c in cells.iter_mut().filter(|c| !plan.is_control(&c.contender)) {
         if let Some(k) = c.tps_vs_baseline.as_mut() {
             tps.push(k);
         }
@@ -553,7 +675,7 @@ fn noisier_than_the_floor(cells: &mut [Cell], cal: &super::calibrate::Calibratio
 fn decide(plan: &BenchPlan, cells: &[Cell], geomeans: &[Geomean], policy: Policy) -> Decision {
     let mut qualified: Vec<(f64, String)> = Vec::new();
     for c in plan.contenders.iter().skip(1) {
-        if plan.reference_only.contains(&c.name) {
+        if plan.reference_only.contains(&c.name) || plan.is_control(&c.name) {
             continue;
         }
         let mine: Vec<&Cell> = cells.iter().filter(|x| x.contender == c.name).collect();
@@ -672,6 +794,7 @@ mod tests {
             reference_only: reference_only.iter().map(|s| s.to_string()).collect(),
             trained_on: Vec::new(),
             training: Vec::new(),
+            aa_control: None,
         }
     }
 
@@ -684,7 +807,7 @@ mod tests {
         mut cells: Vec<Cell>,
         policy: Policy,
     ) -> (Decision, Option<HeldOut>) {
-        correct_over_the_run(&mut cells, None);
+        correct_over_the_run(&mut cells, p, None);
         let mut g: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         for c in &cells {
             g.entry(c.contender.clone())
@@ -786,6 +909,57 @@ mod tests {
 
     const W: [f64; 9] = [3.0, -2.0, 5.0, -4.0, 1.0, -1.0, 4.0, -3.0, 2.0];
 
+    /// The A/A control is measured like a contender but claims nothing: outside Holm's family
+    /// (the run's intervals stay as without it), never chosen, never a held-out regression; its
+    /// scatter is the run's own noise.
+    #[test]
+    fn the_a_a_control_states_the_runs_noise_and_claims_nothing() {
+        use crate::bench::plan::AA_CONTROL;
+        let mut p = plan(&["baseline", "pgo", AA_CONTROL], &[]);
+        p.aa_control = Some(AA_CONTROL.into());
+        p.trained_on = vec![oltp::settings::TestName::OltpReadOnly];
+        let pgo = cell("pgo", "a", 1.30, &W);
+        let control = cell(AA_CONTROL, "a", 1.0, &W);
+        let mut alone = vec![pgo.clone()];
+        correct_over_the_run(&mut alone, &plan(&["baseline", "pgo"], &[]), None);
+        let mut cells = vec![pgo, control];
+        correct_over_the_run(&mut cells, &p, None);
+        assert_eq!(
+            cells[0].tps_vs_baseline, alone[0].tps_vs_baseline,
+            "same family"
+        );
+        let d = decided(&p, cells.clone());
+        assert_eq!(d.winner.as_deref(), Some("pgo"));
+        assert!(p.held_out_for(AA_CONTROL).is_empty());
+        // The noise: the cells' baseline rounds are needed to pair with.
+        let base = Cell {
+            contender: "baseline".into(),
+            tps_vs_baseline: None,
+            tps_rounds: rounds(&(0..9).map(|i| 1000.0 + 37.0 * i as f64).collect::<Vec<_>>()),
+            ..cells[0].clone()
+        };
+        cells.push(base);
+        let n = own_noise(&p, &cells).unwrap();
+        assert_eq!(n.comparisons, 1);
+        assert_eq!(n.cells.len(), 1);
+        let c = &n.cells[0];
+        assert_eq!(c.rounds, 9);
+        // W's per-mille wobble: sd of ln(1 + w/1000) ≈ 3.2 ‰.
+        assert!((c.sd_log_ratio - 0.0032).abs() < 0.0003, "{c:?}");
+        assert!(
+            c.detectable_ratio > 1.0 && c.detectable_ratio < 1.02,
+            "{c:?}"
+        );
+        assert!(!c.aa.significant);
+        assert!(
+            n.sentence()
+                .contains("a 4 thr: scatter 0.3% per round, detectable"),
+            "{}",
+            n.sentence()
+        );
+        assert!(own_noise(&plan(&["baseline", "pgo"], &[]), &cells).is_none());
+    }
+
     /// In a matrix each contender's held-out workloads are its own mix's complement, and the
     /// matrix table flags every significantly slower cell, held out or not.
     #[test]
@@ -833,7 +1007,7 @@ mod tests {
         assert!(h.regressions[0].starts_with("pgo@oltp tpcc"), "{h:?}");
         assert_eq!(d.winner.as_deref(), Some("pgo@tpcc"));
         let mut cells = cells;
-        correct_over_the_run(&mut cells, None);
+        correct_over_the_run(&mut cells, &p, None);
         let r = Report {
             plan: p,
             environment: Environment::default(),
@@ -847,6 +1021,7 @@ mod tests {
             gate: None,
             decision: Some(d),
             held_out: Some(h),
+            own_noise: None,
         };
         let t = crate::bench::export::matrix::table(&r).unwrap();
         assert_eq!(
@@ -928,7 +1103,7 @@ mod tests {
         assert_eq!(d.runner_up, None);
         // Too few rounds for the exact test: nothing wins, and the cell says why.
         let mut cells = vec![cell("pgo", "a", 1.3, &W[..4])];
-        correct_over_the_run(&mut cells, None);
+        correct_over_the_run(&mut cells, &p, None);
         let k = cells[0].tps_vs_baseline.as_ref().unwrap();
         assert!(!k.significant);
         assert!(k.warnings.iter().any(|w| w.contains("--rounds 6")), "{k:?}");

@@ -59,6 +59,11 @@ pub struct BenchArgs {
     /// The seed of the round orders, to replay a benchmark's design [a fresh one].
     #[arg(long)]
     seed: Option<u64>,
+    /// Serve the baseline again as an A/A control (`baseline-again`, interleaved like every
+    /// contender, never a claim): the report states this benchmark's own noise and the smallest
+    /// change it could detect.
+    #[arg(long)]
+    aa: bool,
     /// Print the report as JSON (progress events go to stderr as JSON lines).
     #[arg(long)]
     json: bool,
@@ -83,6 +88,23 @@ pub fn main(a: BenchArgs) -> Result<i32> {
     }
     let mut contenders = vec![a.baseline.clone()];
     contenders.extend(a.binaries.iter().cloned());
+    if a.aa && a.measure == Measure::Time {
+        if contenders.iter().any(|c| c.name == plan::AA_CONTROL) {
+            super::usage_error(format!(
+                "--aa adds a contender named {}; name yours otherwise",
+                plan::AA_CONTROL
+            ));
+        }
+        if !a.sweep_buffer_pool_mb.is_empty() {
+            super::usage_error(
+                "--aa with --sweep-buffer-pool-mb: one control per size is not supported; drop one",
+            );
+        }
+        contenders.push(Contender {
+            name: plan::AA_CONTROL.into(),
+            ..a.baseline.clone()
+        });
+    }
     let (work, _lock) = a.work.locked()?;
     let dir = a.run_dir.dir(&work, "bench")?;
     let resume = a.run_dir.resume;
@@ -129,6 +151,7 @@ pub fn main(a: BenchArgs) -> Result<i32> {
         reference_only: Vec::new(),
         trained_on: Vec::new(),
         training: Vec::new(),
+        aa_control: (a.aa && a.measure == Measure::Time).then(|| plan::AA_CONTROL.into()),
     };
     plan.sweep_buffer_pool(&a.sweep_buffer_pool_mb);
     if !a.spec.rounds_given() {

@@ -94,6 +94,7 @@ pub fn main(a: CalibrateArgs) -> Result<i32> {
         reference_only: Vec::new(),
         trained_on: Vec::new(),
         training: Vec::new(),
+        aa_control: None,
     };
     let reporter = super::reporter(a.json);
     let started = Instant::now();

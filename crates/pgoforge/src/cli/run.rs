@@ -100,6 +100,16 @@ pub struct RunArgs {
     /// with the run, changeable later with `pgoforge report --min-effect`.
     #[arg(long = "min-effect", value_name = "PCT", value_parser = super::args::parse_min_effect)]
     min_effect: Option<f64>,
+    /// Serve the baseline again as an A/A control in the benchmark (`baseline-again`,
+    /// interleaved like every contender, never chosen, outside Holm's family): the report states
+    /// this run's own noise and the smallest change it could detect [on, except with --quick
+    /// and --matrix, where a fifth contender would double the Williams blocks]. Costs one
+    /// contender's share of the benchmark.
+    #[arg(long, overrides_with = "no_aa")]
+    aa: bool,
+    /// No A/A control in the benchmark.
+    #[arg(long = "no-aa")]
+    no_aa: bool,
     /// The seed of the benchmark's round orders, to replay a run's design [a fresh one per run,
     /// kept across reruns].
     #[arg(long)]
@@ -247,6 +257,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
         guard: a.guard.guard(),
         allow_regression: a.allow_regression,
         min_effect: a.min_effect,
+        aa: !a.no_aa && (a.aa || !(a.quick || a.matrix)),
         auto_rounds: !a.bench.rounds_given(),
         gate: a.gate.unwrap_or(if recipe_has_mtr {
             GateMode::Mtr

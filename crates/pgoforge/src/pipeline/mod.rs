@@ -212,6 +212,12 @@ fn bench_stage(
                     binary: c.binary.clone(),
                     buffer_pool_mb: None,
                 })
+                .chain(req.aa.then(|| Contender {
+                    // The baseline's binary again: the A/A control.
+                    name: crate::bench::plan::AA_CONTROL.into(),
+                    binary: contenders[0].binary.clone(),
+                    buffer_pool_mb: None,
+                }))
                 .collect(),
             spec: req.bench.clone(),
             config: req.server.clone(),
@@ -231,6 +237,7 @@ fn bench_stage(
             } else {
                 Vec::new()
             },
+            aa_control: req.aa.then(|| crate::bench::plan::AA_CONTROL.into()),
             // The binaries' identities: a rebuilt binary at the same path is a new benchmark.
             label: format!(
                 "recipe {} source {} {}",
@@ -269,7 +276,13 @@ fn training(plan: &RunPlan, contenders: &[RunContender]) -> Vec<crate::bench::pl
 fn cachegrind_stage(plan: &RunPlan, bench: &BenchPlan, run_dir: &Path) -> CachegrindStage {
     CachegrindStage {
         plan: CgPlan {
-            contenders: bench.contenders.clone(),
+            // The control's counts are the baseline's: deterministic, nothing to learn.
+            contenders: bench
+                .contenders
+                .iter()
+                .filter(|c| !bench.is_control(&c.name))
+                .cloned()
+                .collect(),
             // Not a replay: cachegrind's small dataset is the OLTP tables' alone.
             workloads: bench
                 .spec

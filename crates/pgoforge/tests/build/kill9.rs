@@ -323,10 +323,23 @@ fn killed_at_every_stage_the_same_command_finishes_without_losing_or_double_coun
         .collect();
     assert_eq!(
         lines.len(),
-        24,
-        "12 rounds x 2 contenders, each once: {lines:#?}"
+        36,
+        "12 rounds x 3 contenders (baseline, pgo, the A/A control), each once: {lines:#?}"
     );
-    assert_eq!(keys.len(), 24);
+    assert_eq!(keys.len(), 36);
+    // The default run serves the baseline again as its A/A control: the report states the
+    // run's own noise, and the control is never the winner.
+    let out: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(work.join("run.json")).unwrap()).unwrap();
+    let run_dir = PathBuf::from(out["run_dir"].as_str().unwrap());
+    let text = fs::read_to_string(run_dir.join("report.txt")).unwrap();
+    assert!(
+        text.contains(
+            "This run's own noise (A/A control: the baseline served again as baseline-again"
+        ),
+        "{text}"
+    );
+    assert_eq!(out["winner"], "pgo", "{text}");
     let out: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(work.join("run.json")).unwrap()).unwrap();
     let pkg = &out["package"];

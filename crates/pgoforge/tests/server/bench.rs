@@ -53,6 +53,7 @@ fn plan(rounds: u32) -> BenchPlan {
         reference_only: Vec::new(),
         trained_on: Vec::new(),
         training: Vec::new(),
+        aa_control: None,
     }
 }
 
@@ -552,4 +553,50 @@ fn tpcc_is_benchmarked_beside_the_oltp_tests_on_one_template() {
     assert!(names[0].contains("+tpcc1w"), "{names:?}");
     let rep = report::build(&dir).unwrap();
     assert!(rep.cells.iter().any(|c| c.workload == "tpcc"));
+}
+
+/// `bench --aa`: the baseline served again as a control, interleaved like every contender; the
+/// report states the benchmark's own noise from it and never counts it as a claim.
+#[test]
+fn an_a_a_control_measures_the_benchmarks_own_noise() {
+    let t = tempfile::tempdir().unwrap();
+    let w = t.path().to_str().unwrap();
+    let run = t.path().join("r");
+    let mut a = tiny_cli_bench(w, &run);
+    a.retain(|x| x != "--rounds=1");
+    a.extend(["--rounds=3".into(), "--aa".into(), "--allow-busy".into()]);
+    let r = common::pgoforge(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let names: std::collections::BTreeSet<String> = fs::read_to_string(run.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            format!("{}-{}", v["round"], v["contender"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(names.len(), 9, "3 rounds x a, b and the control: {names:?}");
+    assert!(names.contains("2-baseline-again"));
+    let md = fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(
+        md.contains(
+            "This run's own noise (A/A control: the baseline served again as baseline-again"
+        ),
+        "{md}"
+    );
+    let rep: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(run.join("report.json")).unwrap()).unwrap();
+    assert_eq!(
+        rep["own_noise"]["comparisons"], 1,
+        "the control is no claim"
+    );
+    assert_eq!(rep["own_noise"]["cells"][0]["rounds"], 3);
+    let mut bad = tiny_cli_bench(w, &t.path().join("r2"));
+    bad.extend([
+        "--aa".into(),
+        "--binary=baseline-again=/usr/sbin/mariadbd".into(),
+    ]);
+    let r = common::pgoforge(&bad.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("name yours otherwise"), "{}", r.stderr);
 }

@@ -52,6 +52,9 @@ pub fn text(r: &Report) -> String {
             markdown::table(&t).trim_end()
         );
     }
+    if let Some(n) = &r.own_noise {
+        let _ = writeln!(o, "{}", n.sentence());
+    }
     if let Some(g) = &r.gate {
         for line in g.report_lines() {
             let _ = writeln!(o, "gate (mysql-test-run): {line}");

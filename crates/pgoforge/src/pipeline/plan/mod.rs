@@ -69,6 +69,9 @@ pub struct RunRequest {
     /// as `allow_regression`.
     #[serde(skip)]
     pub min_effect: Option<f64>,
+    /// Serve the baseline's binary again as an A/A control in the benchmark (`baseline-again`):
+    /// the run then states its own noise and the smallest change it could detect.
+    pub aa: bool,
     /// Raise the benchmark's rounds to what the exact test needs for the run's comparisons
     /// (`--rounds` not given).
     pub auto_rounds: bool,
@@ -282,7 +285,8 @@ impl RunPlan {
             stages.push(StageId::Bolt(v.to_string()));
         }
         for o in &req.outside {
-            if o.name == "baseline" || contenders.iter().any(|c| c.name == o.name) {
+            let control = req.aa && o.name == crate::bench::plan::AA_CONTROL;
+            if o.name == "baseline" || control || contenders.iter().any(|c| c.name == o.name) {
                 return Err(PlanError::NameTaken(o.name.clone()).into());
             }
             if !o.binary.is_file() {
@@ -294,10 +298,10 @@ impl RunPlan {
             }
         }
         if req.auto_rounds {
-            req.bench = req
-                .bench
-                .clone()
-                .with_rounds_for(contenders.len() + req.outside.len(), OrderScheme::Williams);
+            req.bench = req.bench.clone().with_rounds_for(
+                contenders.len() + req.outside.len() + usize::from(req.aa),
+                OrderScheme::Williams,
+            );
         }
         stages.push(StageId::Gate);
         if req.gate != GateMode::Quick {
@@ -374,6 +378,7 @@ mod tests {
             guard: crate::bench::load::Guard::allow_busy(),
             allow_regression: false,
             min_effect: None,
+            aa: false,
             auto_rounds: false,
             gate: GateMode::Quick,
             mtr_tests: None,
