@@ -9,6 +9,7 @@
 //! | 2 | usage: the command line, a recipe or a path it names was refused before work started |
 //! | 3 | the correctness gate stopped a variant (different checksums, or a regression test) |
 //! | 4 | no variant measurably beat the baseline: the run finished, nothing was packaged |
+//! | 5 | the host was too noisy to benchmark (per-second throughput too erratic; `--allow-noisy`) |
 //! | 75 | the machine was too busy to benchmark (EX_TEMPFAIL: rerun when it is quiet) |
 
 /// An exit status with a meaning (the table above).
@@ -19,6 +20,7 @@ pub enum ExitStatus {
     Usage,
     GateStopped,
     NoWinner,
+    Noisy,
     Busy,
 }
 
@@ -30,6 +32,7 @@ impl ExitStatus {
             ExitStatus::Usage => 2,
             ExitStatus::GateStopped => 3,
             ExitStatus::NoWinner => 4,
+            ExitStatus::Noisy => 5,
             ExitStatus::Busy => 75,
         }
     }
@@ -51,6 +54,9 @@ pub enum Stop {
     /// The machine stayed busy for longer than the benchmark was willing to wait.
     #[error("{message}")]
     Busy { share: f64, message: String },
+    /// The host's own noise (per-second throughput within a run) was too large to measure on.
+    #[error("{message}")]
+    Noisy { cv: f64, message: String },
 }
 
 impl Stop {
@@ -59,6 +65,7 @@ impl Stop {
             Stop::Usage(_) => ExitStatus::Usage,
             Stop::GateStopped { .. } => ExitStatus::GateStopped,
             Stop::Busy { .. } => ExitStatus::Busy,
+            Stop::Noisy { .. } => ExitStatus::Noisy,
         }
     }
 }
@@ -102,6 +109,7 @@ mod tests {
             ExitStatus::Usage,
             ExitStatus::GateStopped,
             ExitStatus::NoWinner,
+            ExitStatus::Noisy,
             ExitStatus::Busy,
         ];
         let codes: std::collections::BTreeSet<i32> = all.iter().map(|s| s.code()).collect();

@@ -195,6 +195,8 @@ pub fn wait_until_quiet(
 pub struct Guard {
     /// Measure anyway (the report still flags disturbed runs).
     pub allow_busy: bool,
+    /// Measure on a host whose per-second throughput is erratic (the report says so).
+    pub allow_noisy: bool,
     /// How long to wait for a busy machine to calm down before giving up.
     pub patience: std::time::Duration,
 }
@@ -204,6 +206,7 @@ impl Guard {
     pub fn strict() -> Guard {
         Guard {
             allow_busy: false,
+            allow_noisy: false,
             patience: std::time::Duration::from_secs(600),
         }
     }
@@ -212,6 +215,7 @@ impl Guard {
     pub fn allow_busy() -> Guard {
         Guard {
             allow_busy: true,
+            allow_noisy: true,
             patience: std::time::Duration::ZERO,
         }
     }

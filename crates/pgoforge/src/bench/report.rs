@@ -122,6 +122,10 @@ pub struct Report {
     /// (absent when the benchmark had no training or no such workload).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_out: Option<HeldOut>,
+    /// The host's noise as the runs themselves show it: the median coefficient of variation of
+    /// per-second throughput within the OLTP runs (absent without any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_second_cv: Option<f64>,
     /// This run's own noise, from its A/A control (absent without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub own_noise: Option<OwnNoise>,
@@ -562,6 +566,14 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
         decision: Some(decision),
         held_out,
         own_noise,
+        per_second_cv: {
+            let v: Vec<f64> = records
+                .iter()
+                .filter(|r| !matches!(r.workload, TestName::Tpcc | TestName::Replay))
+                .filter_map(|r| per_second_cv(&r.result))
+                .collect();
+            (!v.is_empty()).then(|| super::stats::median(&v))
+        },
         noise_floor,
         plan,
         cells,
@@ -613,18 +625,22 @@ fn correct_over_the_run(cells: &mut [Cell], plan: &BenchPlan, min_effect: Option
     }
 }
 
+/// The coefficient of variation of a run's per-second throughput (its first second left out),
+/// when it has at least three seconds.
+pub fn per_second_cv(r: &oltp::RunResult) -> Option<f64> {
+    let iv: Vec<f64> = r.intervals.iter().skip(1).map(|i| i.tps).collect();
+    if iv.len() < 3 {
+        return None;
+    }
+    let m = super::stats::mean(&iv);
+    (m > 0.0).then(|| super::stats::stddev(&iv) / m)
+}
+
 /// A run is unstable when its per-second throughput varies far more than the benchmark's other
 /// runs do (coefficient of variation over 3 times the median of all runs): a fixed threshold
 /// fired on every cell and said nothing.
 fn unstable_runs(cells: &mut [Cell], records: &[Record]) {
-    let cv = |r: &Record| -> Option<f64> {
-        let iv: Vec<f64> = r.result.intervals.iter().skip(1).map(|i| i.tps).collect();
-        if iv.len() < 3 {
-            return None;
-        }
-        let m = super::stats::mean(&iv);
-        (m > 0.0).then(|| super::stats::stddev(&iv) / m)
-    };
+    let cv = |r: &Record| per_second_cv(&r.result);
     let all: Vec<f64> = records.iter().filter_map(cv).collect();
     if all.len() < 4 {
         return;
@@ -1022,6 +1038,7 @@ mod tests {
             decision: Some(d),
             held_out: Some(h),
             own_noise: None,
+            per_second_cv: None,
         };
         let t = crate::bench::export::matrix::table(&r).unwrap();
         assert_eq!(

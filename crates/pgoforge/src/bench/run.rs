@@ -99,6 +99,8 @@ pub fn benchmark(
         .open(results_path(dir))?;
     let started = std::time::Instant::now();
     let mut rounds_here = 0u32;
+    // The host's own noise is checked once per invocation, on its first OLTP run.
+    let mut noise_checked = false;
     for round in 1.. {
         let any_done = done.iter().any(|d| d.0 == round);
         if round > plan.spec.rounds && !any_done {
@@ -187,6 +189,11 @@ pub fn benchmark(
                 out.sync_data()?;
                 measured += 1;
                 tick(measured, total);
+                if !noise_checked && is_oltp(w) {
+                    noise_checked = true;
+                    // After the record is written: the same command resumes from here.
+                    check_host_noise(&rec.result, guard, log)?;
+                }
             }
             srv.stop().with_context(|| format!("stopping {}", c.name))?;
             let _ = fs::remove_dir_all(&inst);
@@ -240,6 +247,51 @@ fn check_contenders(plan: &BenchPlan) -> Result<()> {
 
 /// One measured run of workload `w` at `t` client threads against a started server, after its
 /// warm-up, with the machine's load while it ran.
+/// sysbench's OLTP tests: steady single-kind transactions whose per-second throughput should be
+/// flat on a quiet host (tpcc's mix and a replay's file vary by themselves).
+fn is_oltp(w: TestName) -> bool {
+    !matches!(w, TestName::Tpcc | TestName::Replay)
+}
+
+/// Per-second throughput varying more than this within an OLTP run (coefficient of variation)
+/// marks a host too noisy to benchmark on: the committed runs measured about 3 % on a quiet VM
+/// and 14 % on a noisy one of the same CPU model (docs/bench/trust.md).
+pub const NOISY_CV: f64 = 0.08;
+
+/// Stops the benchmark (exit status 5) when the run's per-second throughput is too erratic,
+/// unless `--allow-noisy`; says so either way.
+fn check_host_noise(r: &RunResult, guard: Guard, log: &dyn Fn(&str)) -> Result<()> {
+    let Some(cv) = super::report::per_second_cv(r) else {
+        return Ok(());
+    };
+    if cv <= NOISY_CV {
+        log(&format!(
+            "host noise: per-second throughput varied {:.1}% within the first run (quiet)",
+            cv * 100.0
+        ));
+        return Ok(());
+    }
+    let what = format!(
+        "this host is noisy: per-second throughput varied {:.1}% within the first run (more \
+         than {:.0}%; a quiet host shows about 3%), so every interval will be wide and small \
+         differences unprovable",
+        cv * 100.0,
+        NOISY_CV * 100.0
+    );
+    if guard.allow_noisy {
+        log(&format!("{what}; measuring anyway (--allow-noisy)"));
+        return Ok(());
+    }
+    Err(crate::infra::exit::Stop::Noisy {
+        cv,
+        message: format!(
+            "{what}. Stopped after the first run (kept: the same command resumes). Benchmark on a \
+             quieter host or later, or pass --allow-noisy to measure anyway"
+        ),
+    }
+    .into())
+}
+
 fn measure(
     plan: &BenchPlan,
     c: &Contender,

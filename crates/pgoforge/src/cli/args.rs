@@ -357,6 +357,11 @@ pub struct GuardArgs {
     /// for quiet before each round, then stops.
     #[arg(long = "allow-busy")]
     pub allow_busy: bool,
+    /// Benchmark even on a host whose per-second throughput is erratic (by default the first
+    /// run of an OLTP workload whose per-second TPS varies more than 8 % stops the benchmark,
+    /// exit status 5; what was measured is kept, and the same command with this flag resumes).
+    #[arg(long = "allow-noisy")]
+    pub allow_noisy: bool,
     /// Seconds to wait for a busy machine to calm down before a round.
     #[arg(long = "busy-wait", default_value_t = 600)]
     pub busy_wait: u64,
@@ -366,6 +371,7 @@ impl GuardArgs {
     pub fn guard(&self) -> Guard {
         Guard {
             allow_busy: self.allow_busy,
+            allow_noisy: self.allow_noisy,
             patience: std::time::Duration::from_secs(self.busy_wait),
         }
     }

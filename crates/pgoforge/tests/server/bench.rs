@@ -600,3 +600,67 @@ fn an_a_a_control_measures_the_benchmarks_own_noise() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("name yours otherwise"), "{}", r.stderr);
 }
+
+/// A host whose per-second throughput is erratic stops the benchmark after its first run (exit
+/// status 5, the cause and the fix named, that run kept); `--allow-noisy` resumes it, and the
+/// report calls the host noisy. The noise is made real: the servers are stopped for 0.6 s of
+/// every 1.5 s by a wrapper, as a host's neighbours would.
+#[test]
+fn a_noisy_host_is_refused_unless_allowed_and_the_report_says_so() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let w = t.path().to_str().unwrap();
+    let run = t.path().join("r");
+    // Laid out as a build tree (sql/mariadbd beside share/), so its share files are found.
+    fs::create_dir(t.path().join("sql")).unwrap();
+    std::os::unix::fs::symlink("/usr/share/mysql", t.path().join("share")).unwrap();
+    let wrapper = t.path().join("sql/mariadbd");
+    fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\ns=$$\n( while [ -r /proc/$s/status ] && ! grep -q '^State:[[:space:]]*[ZX]' /proc/$s/status; do sleep 0.9; kill -STOP $s; sleep 0.6; kill -CONT $s; done ) >/dev/null 2>&1 &\nexec {MARIADBD} \"$@\"\n"
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    let args = |extra: &[&str]| {
+        let mut a: Vec<String> = tiny_cli_bench(w, &run)
+            .into_iter()
+            .filter(|x| {
+                !x.starts_with("--time")
+                    && !x.starts_with("--baseline")
+                    && !x.starts_with("--binary")
+            })
+            .collect();
+        a.extend([
+            format!("--baseline=a={}", wrapper.display()),
+            format!("--binary=b={}", wrapper.display()),
+            "--time=6".into(),
+            "--allow-busy".into(),
+        ]);
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let r = common::pgoforge(&args(&[]).iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(r.code, 5, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("this host is noisy") && r.stderr.contains("--allow-noisy"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        read_records(&run).unwrap().len(),
+        1,
+        "the first run is kept"
+    );
+    let r = common::pgoforge(
+        &args(&["--allow-noisy", "--resume"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(read_records(&run).unwrap().len(), 2);
+    let text = fs::read_to_string(run.join("report.txt")).unwrap();
+    assert!(text.contains("a NOISY host"), "{text}");
+}

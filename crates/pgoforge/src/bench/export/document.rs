@@ -195,6 +195,9 @@ pub fn document(r: &Report) -> Vec<Block> {
             .collect::<String>()
         )));
     }
+    if let Some(cv) = r.per_second_cv {
+        d.push(Block::Paragraph(super::host_noise_sentence(cv)));
+    }
     if let Some(n) = &r.own_noise {
         d.push(Block::Paragraph(n.sentence()));
     }

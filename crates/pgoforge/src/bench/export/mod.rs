@@ -47,6 +47,22 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
 }
 
+/// The host's per-second noise in words, flagged when it is above what benchmarking tolerates
+/// ([`crate::bench::run::NOISY_CV`]).
+pub(crate) fn host_noise_sentence(cv: f64) -> String {
+    let noisy = cv > crate::bench::run::NOISY_CV;
+    format!(
+        "Host noise: per-second throughput varied {:.1}% within runs (median over the OLTP runs; \
+         a quiet host shows about 3%, a noisy one 10-15%){}.",
+        cv * 100.0,
+        if noisy {
+            " — a NOISY host: the intervals are wide for that reason, not for lack of rounds alone"
+        } else {
+            ""
+        }
+    )
+}
+
 /// `+12.3%` for a ratio of 1.123.
 pub(crate) fn pct(r: f64) -> String {
     format!("{:+.1}%", (r - 1.0) * 100.0)

@@ -52,6 +52,9 @@ pub fn text(r: &Report) -> String {
             markdown::table(&t).trim_end()
         );
     }
+    if let Some(cv) = r.per_second_cv {
+        let _ = writeln!(o, "{}", super::host_noise_sentence(cv));
+    }
     if let Some(n) = &r.own_noise {
         let _ = writeln!(o, "{}", n.sentence());
     }
