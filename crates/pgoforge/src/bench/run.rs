@@ -134,69 +134,89 @@ pub fn benchmark(
         if !all_done {
             wait_until_quiet(guard.patience, guard.allow_busy, log)?;
         }
-        for (position, &ci) in
-            round_order(plan.contenders.len(), round, plan.seed, plan.order_scheme)
-                .iter()
-                .enumerate()
-        {
-            let c = &plan.contenders[ci];
-            let cells: Vec<(TestName, u32)> = plan
-                .spec
-                .workloads
-                .iter()
-                .flat_map(|&w| plan.spec.threads.iter().map(move |&t| (w, t)))
-                .filter(|(w, t)| !done.contains(&(round, c.name.clone(), *w, *t)))
-                .collect();
-            if cells.is_empty() {
-                continue;
-            }
-            let mut spec = ServerSpec {
-                binary: c.binary.clone(),
-                ..base_spec.clone()
-            };
-            if let Some(mb) = c.buffer_pool_mb {
-                spec.config.buffer_pool_mb = mb;
-            }
-            let inst = dir.join("instances").join(format!("r{round}-{}", c.name));
-            let _ = fs::remove_dir_all(&inst);
-            let mut srv = template::start_copy(&tpl, &spec, &inst)
-                .with_context(|| format!("starting {}", c.name))?;
-            for (w, t) in cells {
-                let (r, load) = measure(plan, c, &srv, w, t, &client_cpus)?;
-                if let Some(l) = load.as_ref().filter(|l| l.disturbed()) {
-                    log(&format!(
-                        "round {round}: {} {w} {t} thr was disturbed: other processes used {:.0}% of the CPU",
-                        c.name,
-                        l.other_share * 100.0
-                    ));
+        if let Some(slice) = plan.spec.slice_seconds {
+            let order = round_order(plan.contenders.len(), round, plan.seed, plan.order_scheme);
+            let written = sliced_round(
+                plan,
+                round,
+                &order,
+                slice,
+                &done,
+                &tpl,
+                &base_spec,
+                dir,
+                &client_cpus,
+                &mut out,
+                log,
+            )?;
+            measured += written;
+            tick(measured, total);
+        } else {
+            for (position, &ci) in
+                round_order(plan.contenders.len(), round, plan.seed, plan.order_scheme)
+                    .iter()
+                    .enumerate()
+            {
+                let c = &plan.contenders[ci];
+                let cells: Vec<(TestName, u32)> = plan
+                    .spec
+                    .workloads
+                    .iter()
+                    .flat_map(|&w| plan.spec.threads.iter().map(move |&t| (w, t)))
+                    .filter(|(w, t)| !done.contains(&(round, c.name.clone(), *w, *t)))
+                    .collect();
+                if cells.is_empty() {
+                    continue;
                 }
-                log(&format!(
-                    "round {round}/{}: {} {w} {t} thr: {:.0} tps",
-                    plan.spec.rounds,
-                    c.name,
-                    r.tps()
-                ));
-                let rec = Record {
-                    round,
-                    position,
-                    contender: c.name.clone(),
-                    workload: w,
-                    threads: t,
-                    result: r,
-                    load,
+                let mut spec = ServerSpec {
+                    binary: c.binary.clone(),
+                    ..base_spec.clone()
                 };
-                writeln!(out, "{}", serde_json::to_string(&rec)?)?;
-                out.sync_data()?;
-                measured += 1;
-                tick(measured, total);
-                if !noise_checked && is_oltp(w) {
-                    noise_checked = true;
-                    // After the record is written: the same command resumes from here.
-                    check_host_noise(&rec.result, guard, log)?;
+                if let Some(mb) = c.buffer_pool_mb {
+                    spec.config.buffer_pool_mb = mb;
                 }
+                let inst = dir.join("instances").join(format!("r{round}-{}", c.name));
+                let _ = fs::remove_dir_all(&inst);
+                let mut srv = template::start_copy(&tpl, &spec, &inst)
+                    .with_context(|| format!("starting {}", c.name))?;
+                for (w, t) in cells {
+                    let (r, load) = measure(plan, c, &srv, w, t, &client_cpus)?;
+                    if let Some(l) = load.as_ref().filter(|l| l.disturbed()) {
+                        log(&format!(
+                            "round {round}: {} {w} {t} thr was disturbed: other processes used {:.0}% of the CPU",
+                            c.name,
+                            l.other_share * 100.0
+                        ));
+                    }
+                    log(&format!(
+                        "round {round}/{}: {} {w} {t} thr: {:.0} tps",
+                        plan.spec.rounds,
+                        c.name,
+                        r.tps()
+                    ));
+                    let rec = Record {
+                        round,
+                        position,
+                        contender: c.name.clone(),
+                        workload: w,
+                        threads: t,
+                        result: r,
+                        load,
+                        slice: None,
+                    };
+                    writeln!(out, "{}", serde_json::to_string(&rec)?)?;
+                    out.sync_data()?;
+                    measured += 1;
+                    tick(measured, total);
+                    if !noise_checked && is_oltp(w) {
+                        noise_checked = true;
+                        // After the record is written: the same command resumes from here.
+                        check_host_noise(&rec.result, guard, log)?;
+                    }
+                }
+                srv.stop().with_context(|| format!("stopping {}", c.name))?;
+                let _ = fs::remove_dir_all(&inst);
             }
-            srv.stop().with_context(|| format!("stopping {}", c.name))?;
-            let _ = fs::remove_dir_all(&inst);
         }
         if !all_done {
             rounds_here += 1;
@@ -292,6 +312,103 @@ fn check_host_noise(r: &RunResult, guard: Guard, log: &dyn Fn(&str)) -> Result<(
     .into())
 }
 
+/// One round of the sliced design: every contender's server started at once (each on its own copy
+/// of the template), and for each cell, after a warm-up of each, the client alternates between
+/// them every `slice` seconds (the order rotating slice by slice) until each has run the cell's
+/// seconds; so seconds-scale noise hits all contenders alike. The slices of a cell are written
+/// together when the cell is complete (a killed round loses that cell only); the report averages
+/// a round's slices, so pairing stays by round and the server-start component is sampled once
+/// per round, as in the plain design. Returns the (round, contender, cell)s written.
+#[allow(clippy::too_many_arguments)]
+fn sliced_round(
+    plan: &BenchPlan,
+    round: u32,
+    order: &[usize],
+    slice: u64,
+    done: &HashSet<(u32, String, TestName, u32)>,
+    tpl: &Path,
+    base_spec: &ServerSpec,
+    dir: &Path,
+    client_cpus: &[usize],
+    out: &mut fs::File,
+    log: &dyn Fn(&str),
+) -> Result<u64> {
+    let cells: Vec<(TestName, u32)> = plan
+        .spec
+        .workloads
+        .iter()
+        .flat_map(|&w| plan.spec.threads.iter().map(move |&t| (w, t)))
+        .filter(|(w, t)| {
+            plan.contenders
+                .iter()
+                .any(|c| !done.contains(&(round, c.name.clone(), *w, *t)))
+        })
+        .collect();
+    if cells.is_empty() {
+        return Ok(0);
+    }
+    let mut servers = Vec::new();
+    for &ci in order {
+        let c = &plan.contenders[ci];
+        let mut spec = ServerSpec {
+            binary: c.binary.clone(),
+            ..base_spec.clone()
+        };
+        if let Some(mb) = c.buffer_pool_mb {
+            spec.config.buffer_pool_mb = mb;
+        }
+        let inst = dir.join("instances").join(format!("r{round}-{}", c.name));
+        let _ = fs::remove_dir_all(&inst);
+        let srv = template::start_copy(tpl, &spec, &inst)
+            .with_context(|| format!("starting {}", c.name))?;
+        servers.push((ci, srv, inst));
+    }
+    let slices = (plan.spec.seconds / slice).max(1);
+    let mut written = 0;
+    for (w, t) in cells {
+        if plan.spec.warmup_seconds > 0 {
+            for (ci, srv, _) in &servers {
+                let c = &plan.contenders[*ci];
+                measure_for(plan, c, srv, w, t, client_cpus, plan.spec.warmup_seconds, 0)?;
+            }
+        }
+        let mut recs = Vec::new();
+        for k in 0..slices {
+            for position in 0..servers.len() {
+                // Rotate who goes first, slice by slice.
+                let (ci, srv, _) = &servers[(position + k as usize) % servers.len()];
+                let c = &plan.contenders[*ci];
+                let (r, load) = measure_for(plan, c, srv, w, t, client_cpus, 0, slice)?;
+                recs.push(Record {
+                    round,
+                    position,
+                    contender: c.name.clone(),
+                    workload: w,
+                    threads: t,
+                    result: r,
+                    load,
+                    slice: Some(k as u32),
+                });
+            }
+        }
+        for rec in &recs {
+            writeln!(out, "{}", serde_json::to_string(rec)?)?;
+        }
+        out.sync_data()?;
+        log(&format!(
+            "round {round}/{}: {w} {t} thr: {} slices of {slice} s per contender",
+            plan.spec.rounds, slices
+        ));
+        written += servers.len() as u64;
+    }
+    for (ci, mut srv, inst) in servers {
+        srv.stop()
+            .with_context(|| format!("stopping {}", plan.contenders[ci].name))?;
+        let _ = fs::remove_dir_all(&inst);
+    }
+    Ok(written)
+}
+
 fn measure(
     plan: &BenchPlan,
     c: &Contender,
@@ -300,6 +417,30 @@ fn measure(
     t: u32,
     client_cpus: &[usize],
 ) -> Result<(RunResult, Option<Load>)> {
+    measure_for(
+        plan,
+        c,
+        srv,
+        w,
+        t,
+        client_cpus,
+        plan.spec.warmup_seconds,
+        plan.spec.seconds,
+    )
+}
+
+/// A warm-up of `warmup` seconds, then `seconds` measured (none: the warm-up alone).
+#[allow(clippy::too_many_arguments)]
+fn measure_for(
+    plan: &BenchPlan,
+    c: &Contender,
+    srv: &crate::server::Server,
+    w: TestName,
+    t: u32,
+    client_cpus: &[usize],
+    warmup: u64,
+    seconds: u64,
+) -> Result<(RunResult, Option<Load>)> {
     let mut s = plan.spec.run_settings(w);
     s.conn = srv.state.conn_settings();
     s.threads = t;
@@ -307,12 +448,15 @@ fn measure(
     s.rand.seed = 0;
     s.report_interval_s = 1;
     s.ignore_errors = oltp::settings::IgnoreErrors::survivable();
-    if plan.spec.warmup_seconds > 0 {
-        s.time_s = plan.spec.warmup_seconds;
-        oltp::run(&s, &mut oltp::Quiet)
+    if warmup > 0 {
+        s.time_s = warmup;
+        let r = oltp::run(&s, &mut oltp::Quiet)
             .map_err(|e| anyhow::anyhow!("warm-up of {} {w}: {e}", c.name))?;
+        if seconds == 0 {
+            return Ok((r, None));
+        }
     }
-    s.time_s = plan.spec.seconds;
+    s.time_s = seconds;
     let meter = Meter::start(srv.state.pid);
     let r = oltp::run(&s, &mut oltp::Quiet)
         .map_err(|e| anyhow::anyhow!("{} {w} {t} threads: {e}", c.name))?;

@@ -28,6 +28,9 @@ pub struct Record {
     /// The machine around the measured run (absent in results recorded before it was sampled).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<Load>,
+    /// The slice of the round, in the sliced design (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slice: Option<u32>,
 }
 
 /// The run directory's plan.json: what was asked, so a resume or a report knows.
@@ -115,13 +118,19 @@ pub fn by_round(
     t: u32,
     metric: &dyn Fn(&Record) -> f64,
 ) -> Vec<(u32, f64)> {
-    let mut v: Vec<(u32, f64)> = records
+    // A round's slices (the sliced design) are averaged: pairing stays by round.
+    let mut sums: std::collections::BTreeMap<u32, (f64, u32)> = std::collections::BTreeMap::new();
+    for r in records
         .iter()
         .filter(|r| r.contender == name && r.workload == w && r.threads == t)
-        .map(|r| (r.round, metric(r)))
-        .collect();
-    v.sort_by_key(|x| x.0);
-    v
+    {
+        let e = sums.entry(r.round).or_insert((0.0, 0));
+        e.0 += metric(r);
+        e.1 += 1;
+    }
+    sums.into_iter()
+        .map(|(round, (sum, n))| (round, if n == 1 { sum } else { sum / n as f64 }))
+        .collect()
 }
 
 #[cfg(test)]

@@ -35,6 +35,11 @@ pub struct BenchSpec {
     /// from plans without it, so their hash stays.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<template::Replay>,
+    /// The sliced design (`--slice`): every contender's server up at once each round, the client
+    /// alternating between them every this many seconds ([`super::run`]). Absent: one contender
+    /// after the other, as plans always had it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slice_seconds: Option<u64>,
 }
 
 impl BenchSpec {
@@ -75,6 +80,7 @@ impl BenchSpec {
             max_rounds: None,
             budget_minutes: None,
             replay: None,
+            slice_seconds: None,
         }
     }
 
@@ -127,6 +133,14 @@ impl BenchSpec {
     pub fn check(&self) -> Result<(), String> {
         if self.rounds == 0 || self.seconds == 0 || self.threads.contains(&0) {
             return Err("--rounds, --time and --threads must be at least 1".into());
+        }
+        if let Some(s) = self.slice_seconds {
+            if s == 0 || s > self.seconds {
+                return Err(format!(
+                    "--slice {s}: a slice is 1 to --time ({}) seconds",
+                    self.seconds
+                ));
+            }
         }
         if self.workloads.contains(&TestName::Replay) && self.replay.is_none() {
             return Err(

@@ -185,6 +185,13 @@ pub struct BenchSpecArgs {
     /// With --target-ci: add no round that would end after this many minutes of benchmarking.
     #[arg(long = "budget-minutes", value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub budget_minutes: Option<u64>,
+    /// The sliced design: every contender's server up at once each round, the client alternating
+    /// between them every SECONDS (a round's slices averaged, so pairing stays by round and each
+    /// round still restarts the servers on fresh copies) — seconds-scale noise then hits all
+    /// contenders alike. Needs memory for every contender's buffer pool at once. Not yet measured
+    /// against the plain design (docs/bench/trust.md).
+    #[arg(long = "slice", value_name = "SECONDS")]
+    pub slice: Option<u64>,
     /// The replay workload's file (`--workloads …,replay`; a training phase `replay`): a general or
     /// slow query log (long_query_time=0) or SQL, replayed per original connection.
     #[arg(long = "replay-file", value_name = "FILE")]
@@ -236,6 +243,7 @@ impl BenchSpecArgs {
                 .map(|_| DEFAULT_MAX_ROUNDS.max(self.rounds.unwrap_or(0)))),
             budget_minutes: self.budget_minutes,
             replay: self.replay(),
+            slice_seconds: self.slice,
         }
     }
 

@@ -664,3 +664,59 @@ fn a_noisy_host_is_refused_unless_allowed_and_the_report_says_so() {
     let text = fs::read_to_string(run.join("report.txt")).unwrap();
     assert!(text.contains("a NOISY host"), "{text}");
 }
+
+/// `--slice`: both servers up at once, the client alternating between them slice by slice (who
+/// goes first rotating), each slice recorded, the report pairing round by round on the averages.
+#[test]
+fn a_sliced_benchmark_alternates_between_running_servers_and_pairs_by_round() {
+    let t = tempfile::tempdir().unwrap();
+    let w = t.path().to_str().unwrap();
+    let run = t.path().join("r");
+    let mut a: Vec<String> = tiny_cli_bench(w, &run)
+        .into_iter()
+        .filter(|x| !x.starts_with("--rounds") && !x.starts_with("--time"))
+        .collect();
+    a.extend([
+        "--rounds=2".into(),
+        "--time=2".into(),
+        "--slice=1".into(),
+        "--allow-busy".into(),
+    ]);
+    let r = common::pgoforge(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let recs = read_records(&run).unwrap();
+    assert_eq!(recs.len(), 8, "2 rounds x 2 contenders x 2 slices");
+    for round in 1..=2 {
+        let firsts: Vec<&str> = (0..2)
+            .map(|k| {
+                recs.iter()
+                    .find(|r| r.round == round && r.slice == Some(k) && r.position == 0)
+                    .unwrap()
+                    .contender
+                    .as_str()
+            })
+            .collect();
+        assert_ne!(
+            firsts[0], firsts[1],
+            "round {round}: who goes first rotates"
+        );
+    }
+    let rep = report::build(&run).unwrap();
+    let b = rep.cells.iter().find(|c| c.contender == "b").unwrap();
+    assert_eq!(b.tps.n, 2, "one value per round");
+    let mean_of_slices: f64 = recs
+        .iter()
+        .filter(|r| r.round == 1 && r.contender == "b")
+        .map(|r| r.result.tps())
+        .sum::<f64>()
+        / 2.0;
+    assert!((b.tps_rounds[0].1 - mean_of_slices).abs() < 1e-9);
+    let plan: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(run.join("plan.json")).unwrap()).unwrap();
+    assert_eq!(plan["slice_seconds"], 1);
+    let mut bad = tiny_cli_bench(w, &t.path().join("r2"));
+    bad.push("--slice=5".into());
+    let r = common::pgoforge(&bad.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("a slice is 1 to --time"), "{}", r.stderr);
+}
