@@ -521,14 +521,17 @@ mod tests {
         }
 
         /// The share of `trials` simulated runs whose 95 % interval holds the true `ratio`.
-        fn coverage(&mut self, ratio: f64, rounds: u32, trials: usize) -> f64 {
-            let mut covered = 0;
+        /// Coverage of the t interval, and of the exact test's interval printed with verdicts.
+        fn coverage(&mut self, ratio: f64, rounds: u32, trials: usize) -> (f64, f64) {
+            let (mut t, mut exact) = (0, 0);
             for _ in 0..trials {
                 let runs = self.run(&[1.0, ratio], rounds);
                 let c = compare(&runs[0], &runs[1], Better::Higher);
-                covered += (c.ratio_ci95.0 <= ratio && ratio <= c.ratio_ci95.1) as usize;
+                t += (c.ratio_ci95.0 <= ratio && ratio <= c.ratio_ci95.1) as usize;
+                let (lo, hi) = c.shown_interval();
+                exact += (lo <= ratio && ratio <= hi) as usize;
             }
-            covered as f64 / trials as f64
+            (t as f64 / trials as f64, exact as f64 / trials as f64)
         }
 
         /// The share of `trials` simulated A/A runs — `variants` copies of the baseline on 3
@@ -564,9 +567,12 @@ mod tests {
     #[test]
     fn intervals_cover_the_true_ratio_at_five_rounds() {
         let trials = 2000;
-        let coverage = Sim::mild(2026, 13).coverage(1.15, 5, trials);
+        let (coverage, exact) = Sim::mild(2026, 13).coverage(1.15, 5, trials);
         eprintln!("coverage of the 95% interval at n = 5: {coverage:.3} ({trials} simulated runs)");
         assert!(coverage >= 0.93, "coverage {coverage}");
+        let (_, exact8) = Sim::mild(2026, 14).coverage(1.15, 8, trials);
+        eprintln!("coverage of the exact test's interval at n = 5: {exact:.3}, n = 8: {exact8:.3}");
+        assert!(exact >= 0.93 && exact8 >= 0.93, "{exact} {exact8}");
     }
 
     #[test]
@@ -592,11 +598,16 @@ mod tests {
     #[test]
     fn under_a_noisy_hosts_scatter_intervals_cover_and_a_a_runs_stay_quiet() {
         let trials = 2000;
-        let coverage = Sim::noisy(2026, 17).coverage(1.15, 6, trials);
+        let (coverage, exact) = Sim::noisy(2026, 17).coverage(1.15, 6, trials);
         eprintln!(
             "noisy host: coverage of the 95% interval at n = 6: {coverage:.3} ({trials} runs)"
         );
         assert!(coverage >= 0.93, "coverage {coverage}");
+        let (_, exact12) = Sim::noisy(2026, 18).coverage(1.15, 12, trials);
+        eprintln!(
+            "noisy host: coverage of the exact test's interval at n = 6: {exact:.3}, n = 12: {exact12:.3}"
+        );
+        assert!(exact >= 0.93 && exact12 >= 0.93, "{exact} {exact12}");
 
         let mut sim = Sim::noisy(99, 7);
         let trials = 600;
