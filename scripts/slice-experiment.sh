@@ -9,8 +9,8 @@ set -euo pipefail
 base=$1 opt=$2 out=$3 slice=${4:-2}
 pgoforge=${PGOFORGE:-target/release/pgoforge}
 mkdir -p "$out"
-common=(--workloads oltp_read_only --threads 4 --rounds 8 --time 20 --warmup 5
-        --tables 4 --table-size 100000 --busy-wait 60 --work-dir "$out/work")
+common=(--workloads oltp_read_only --threads 4 --rounds ${ROUNDS:-8} --time 20 --warmup 5
+        --tables 4 --table-size 100000 --busy-wait 60 --allow-noisy --work-dir "$out/work")
 run() { # name, extra args...
   local name=$1; shift
   local t0; t0=$(date +%s)

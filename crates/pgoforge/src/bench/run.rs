@@ -306,7 +306,9 @@ fn check_host_noise(r: &RunResult, guard: Guard, log: &dyn Fn(&str)) -> Result<(
         cv,
         message: format!(
             "{what}. Stopped after the first run (kept: the same command resumes). Benchmark on a \
-             quieter host or later, or pass --allow-noisy to measure anyway"
+             quieter host or later; or pass --slice 2 with --allow-noisy (the sliced design: on \
+             such a host 4x less scatter per round, docs/bench/trust.md); or --allow-noisy alone \
+             to measure anyway"
         ),
     }
     .into())
