@@ -168,17 +168,7 @@ pub fn benchmark(
                 if cells.is_empty() {
                     continue;
                 }
-                let mut spec = ServerSpec {
-                    binary: c.binary.clone(),
-                    ..base_spec.clone()
-                };
-                if let Some(mb) = c.buffer_pool_mb {
-                    spec.config.buffer_pool_mb = mb;
-                }
-                let inst = dir.join("instances").join(format!("r{round}-{}", c.name));
-                let _ = fs::remove_dir_all(&inst);
-                let mut srv = template::start_copy(&tpl, &spec, &inst)
-                    .with_context(|| format!("starting {}", c.name))?;
+                let (mut srv, inst) = start_contender(c, base_spec.clone(), &tpl, dir, round)?;
                 for (w, t) in cells {
                     let (r, load) = measure(plan, c, &srv, w, t, &client_cpus)?;
                     if let Some(l) = load.as_ref().filter(|l| l.disturbed()) {
@@ -314,6 +304,29 @@ fn check_host_noise(r: &RunResult, guard: Guard, log: &dyn Fn(&str)) -> Result<(
     .into())
 }
 
+/// Starts `c`'s server for `round` on a fresh copy of the template, in its own instance directory
+/// under the run directory (returned, to be removed after).
+fn start_contender(
+    c: &Contender,
+    base_spec: ServerSpec,
+    tpl: &Path,
+    dir: &Path,
+    round: u32,
+) -> Result<(crate::server::Server, std::path::PathBuf)> {
+    let mut spec = ServerSpec {
+        binary: c.binary.clone(),
+        ..base_spec
+    };
+    if let Some(mb) = c.buffer_pool_mb {
+        spec.config.buffer_pool_mb = mb;
+    }
+    let inst = dir.join("instances").join(format!("r{round}-{}", c.name));
+    let _ = fs::remove_dir_all(&inst);
+    let srv =
+        template::start_copy(tpl, &spec, &inst).with_context(|| format!("starting {}", c.name))?;
+    Ok((srv, inst))
+}
+
 /// One round of the sliced design: every contender's server started at once (each on its own copy
 /// of the template), and for each cell, after a warm-up of each, the client alternates between
 /// them every `slice` seconds (the order rotating slice by slice) until each has run the cell's
@@ -351,18 +364,8 @@ fn sliced_round(
     }
     let mut servers = Vec::new();
     for &ci in order {
-        let c = &plan.contenders[ci];
-        let mut spec = ServerSpec {
-            binary: c.binary.clone(),
-            ..base_spec.clone()
-        };
-        if let Some(mb) = c.buffer_pool_mb {
-            spec.config.buffer_pool_mb = mb;
-        }
-        let inst = dir.join("instances").join(format!("r{round}-{}", c.name));
-        let _ = fs::remove_dir_all(&inst);
-        let srv = template::start_copy(tpl, &spec, &inst)
-            .with_context(|| format!("starting {}", c.name))?;
+        let (srv, inst) =
+            start_contender(&plan.contenders[ci], base_spec.clone(), tpl, dir, round)?;
         servers.push((ci, srv, inst));
     }
     let slices = (plan.spec.seconds / slice).max(1);
