@@ -569,7 +569,7 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
         per_second_cv: {
             let v: Vec<f64> = records
                 .iter()
-                .filter(|r| !matches!(r.workload, TestName::Tpcc | TestName::Replay))
+                .filter(|r| is_steady(r.workload))
                 .filter_map(|r| per_second_cv(&r.result))
                 .collect();
             (!v.is_empty()).then(|| super::stats::median(&v))
@@ -623,6 +623,13 @@ fn correct_over_the_run(cells: &mut [Cell], plan: &BenchPlan, min_effect: Option
             }
         }
     }
+}
+
+/// sysbench's OLTP tests: steady single-kind transactions whose per-second throughput should be
+/// flat on a quiet host (tpcc's mix and a replay's file vary by themselves), so their per-second
+/// variation measures the host.
+pub fn is_steady(w: TestName) -> bool {
+    !matches!(w, TestName::Tpcc | TestName::Replay)
 }
 
 /// The coefficient of variation of a run's per-second throughput (its first second left out),

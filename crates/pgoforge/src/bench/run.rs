@@ -198,7 +198,7 @@ pub fn benchmark(
                     out.sync_data()?;
                     measured += 1;
                     tick(measured, total);
-                    if !noise_checked && is_oltp(w) {
+                    if !noise_checked && super::report::is_steady(w) {
                         noise_checked = true;
                         // After the record is written: the same command resumes from here.
                         check_host_noise(&rec.result, guard, log)?;
@@ -257,12 +257,6 @@ fn check_contenders(plan: &BenchPlan) -> Result<()> {
 
 /// One measured run of workload `w` at `t` client threads against a started server, after its
 /// warm-up, with the machine's load while it ran.
-/// sysbench's OLTP tests: steady single-kind transactions whose per-second throughput should be
-/// flat on a quiet host (tpcc's mix and a replay's file vary by themselves).
-fn is_oltp(w: TestName) -> bool {
-    !matches!(w, TestName::Tpcc | TestName::Replay)
-}
-
 /// Per-second throughput varying more than this within an OLTP run (coefficient of variation)
 /// marks a host too noisy to benchmark on: the committed runs measured about 3 % on a quiet VM
 /// and 14 % on a noisy one of the same CPU model (docs/bench/trust.md).
