@@ -63,6 +63,31 @@ pub fn create(root: &mut Conn, flavor: &Flavor, creds: &Credentials) -> Result<(
     Ok(())
 }
 
+/// On a copy of someone's datadir started with the grant tables skipped: loads them and creates
+/// the superuser and the benchmark user of `creds` (the benchmark user with every privilege: a
+/// replayed log may use any database of the copy). Same-named users the copy had are replaced.
+pub fn create_on_copy(conn: &mut Conn, creds: &Credentials) -> Result<()> {
+    let (pw, admin_pw) = (&creds.password, &creds.root_password);
+    let mut stmts = vec!["FLUSH PRIVILEGES".to_string()];
+    for (user, pw) in [(&creds.root_user, admin_pw), (&creds.user, pw)] {
+        for host in ["localhost", "127.0.0.1"] {
+            stmts.push(format!("DROP USER IF EXISTS '{user}'@'{host}'"));
+            stmts.push(format!(
+                "CREATE USER '{user}'@'{host}' IDENTIFIED BY '{pw}'"
+            ));
+        }
+        stmts.push(format!(
+            "GRANT ALL ON *.* TO '{user}'@'localhost', '{user}'@'127.0.0.1' WITH GRANT OPTION"
+        ));
+    }
+    stmts.push(format!("CREATE DATABASE IF NOT EXISTS `{}`", creds.db));
+    for sql in stmts {
+        conn.query(&sql)
+            .with_context(|| format!("setting up accounts on the copy: {}", redact(&sql, creds)))?;
+    }
+    Ok(())
+}
+
 /// Gives the benchmark user a new password (a template's copy must not reuse the template's).
 pub fn rotate(root: &mut Conn, creds: &Credentials) -> Result<()> {
     for host in ["localhost", "127.0.0.1"] {

@@ -7,6 +7,7 @@
 //! it exits normally, so a server that has to be killed is an error, never a silent success.
 
 pub mod accounts;
+pub mod adopt;
 pub mod config;
 pub mod cpu;
 pub mod flavor;

@@ -32,6 +32,10 @@ struct Key<'a> {
     /// A replay dataset's content (its SQL file's SHA-256): a changed dump is another template.
     #[serde(skip_serializing_if = "Option::is_none")]
     replay_dataset: Option<String>,
+    /// A replay datadir's fingerprint (every file's path, size and mtime): a datadir a server has
+    /// run on since is another template.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replay_datadir: Option<String>,
 }
 
 impl<'a> Key<'a> {
@@ -39,6 +43,12 @@ impl<'a> Key<'a> {
         let replay_dataset = match &dataset.replay.dataset {
             Some(p) if dataset.test == oltp::TestName::Replay => {
                 Some(crate::infra::fs::sha256_file(p).context("the replay dataset")?)
+            }
+            _ => None,
+        };
+        let replay_datadir = match &dataset.replay.datadir {
+            Some(d) if dataset.test == oltp::TestName::Replay => {
+                Some(super::adopt::fingerprint(d).context("the replay datadir")?)
             }
             _ => None,
         };
@@ -56,6 +66,7 @@ impl<'a> Key<'a> {
             tpcc: (dataset.test == oltp::TestName::Tpcc).then_some(&dataset.tpcc),
             also: Vec::new(),
             replay_dataset,
+            replay_datadir,
         })
     }
 }
@@ -70,6 +81,9 @@ pub struct Replay {
     pub file_sha256: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset_sha256: Option<String>,
+    /// The replay datadir's [`super::adopt::fingerprint`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datadir_fingerprint: Option<String>,
 }
 
 impl Replay {
@@ -79,12 +93,26 @@ impl Replay {
         let mut s = Settings::new(oltp::TestName::Replay);
         s.replay = options.clone();
         oltp::replay::load(&s).map_err(|e| anyhow::anyhow!("{e}"))?;
+        if options.dataset.is_some() && options.datadir.is_some() {
+            crate::usage!(
+                "a replay's data comes from a SQL dump (--replay-dataset) or a datadir \
+                 (--replay-datadir), not both"
+            );
+        }
+        let datadir_fingerprint = match &options.datadir {
+            Some(d) => {
+                super::adopt::check_source(d)?;
+                Some(super::adopt::fingerprint(d)?)
+            }
+            None => None,
+        };
         Ok(Replay {
             file_sha256: crate::infra::fs::sha256_file(&options.file)?,
             dataset_sha256: match &options.dataset {
                 Some(d) => Some(crate::infra::fs::sha256_file(d)?),
                 None => None,
             },
+            datadir_fingerprint,
             options,
         })
     }
@@ -120,8 +148,9 @@ pub fn tpcc_dataset(scale: u32) -> Settings {
 }
 
 /// What a template for `workloads` holds: the OLTP tables, sysbench-tpcc's when a workload is
-/// tpcc, and a replay's dump when a workload is replay and the replay has one (without one, the
-/// statements run against the OLTP tables' database as it is). The benchmark, the cachegrind
+/// tpcc, and a replay's data when a workload is replay and the replay has some — a dump loaded
+/// into it, or a datadir the template is a copy of (without either, the statements run against
+/// the OLTP tables' database as it is). The benchmark, the cachegrind
 /// measurement and the training mixes all ask for this.
 pub fn datasets(
     workloads: &[oltp::TestName],
@@ -134,9 +163,10 @@ pub fn datasets(
         v.push(tpcc_dataset(TPCC_SCALE));
     }
     if let Some(r) = replay.filter(|_| workloads.contains(&oltp::TestName::Replay)) {
-        if r.options.dataset.is_some() {
+        if r.options.dataset.is_some() || r.options.datadir.is_some() {
             let mut s = Settings::new(oltp::TestName::Replay);
             s.replay.dataset = r.options.dataset.clone();
+            s.replay.datadir = r.options.datadir.clone();
             v.push(s);
         }
     }
@@ -193,6 +223,7 @@ pub fn ensure_made(
         .iter()
         .map(|d| match d.test {
             oltp::TestName::Tpcc => format!("+tpcc{}w", d.tpcc.scale),
+            oltp::TestName::Replay if d.replay.datadir.is_some() => "+datadir".to_string(),
             oltp::TestName::Replay => "+replay".to_string(),
             t => format!("+{t}"),
         })
@@ -206,9 +237,14 @@ pub fn ensure_made(
     }
     let building = dir.with_extension("building");
     let _ = fs::remove_dir_all(&building);
+    // A replay's datadir is the template's starting point; the other datasets go into a copy of it.
+    let adopted = datasets.iter().find_map(|d| d.replay.datadir.as_deref());
     let made = (|| -> Result<()> {
-        let mut srv = Server::create(spec, &building)?;
-        for d in datasets {
+        let mut srv = match adopted {
+            Some(source) => Server::adopt(spec, &building, source)?,
+            None => Server::create(spec, &building)?,
+        };
+        for d in datasets.iter().filter(|d| d.replay.datadir.is_none()) {
             let mut s = d.clone();
             s.conn = srv.state.conn_settings();
             oltp::schema::prepare(&s, &|_| {})

@@ -23,7 +23,7 @@ use crate::schema::{connect, ctx, Log, SchemaError};
 use crate::script::{Cx, Flow};
 use crate::settings::Settings;
 
-/// `--replay-file`, `--replay-format`, `--replay-dataset`.
+/// `--replay-file`, `--replay-format`, `--replay-dataset`, `--replay-datadir`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplayOptions {
     pub file: PathBuf,
@@ -31,6 +31,10 @@ pub struct ReplayOptions {
     /// A SQL file (e.g. a mysqldump) that `prepare` loads: the data the statements run against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset: Option<PathBuf>,
+    /// A stopped server's datadir holding that data instead (the pipeline copies it into its
+    /// dataset template and never writes the original; `oltp` runs against a server as it is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datadir: Option<PathBuf>,
 }
 
 impl ReplayOptions {

@@ -203,6 +203,15 @@ pub struct BenchSpecArgs {
     /// statements run against (each run starts from a fresh copy, so writes never accumulate).
     #[arg(long = "replay-dataset", value_name = "FILE")]
     pub replay_dataset: Option<std::path::PathBuf>,
+    /// A stopped server's datadir holding the replay's data instead of a dump: copied into the
+    /// dataset template (the OLTP tables are added to the copy), never written. The copy gets
+    /// pgoforge's own accounts; the datadir's users and passwords need not be known.
+    #[arg(
+        long = "replay-datadir",
+        value_name = "DIR",
+        conflicts_with = "replay_dataset"
+    )]
+    pub replay_datadir: Option<std::path::PathBuf>,
 }
 
 impl BenchSpecArgs {
@@ -250,9 +259,11 @@ impl BenchSpecArgs {
     /// The replay file with its digests, checked now (a file that does not parse is a usage
     /// error, exit status 2, before anything runs).
     fn replay(&self) -> Option<pgoforge::server::template::Replay> {
-        if self.replay_dataset.is_some() && self.replay_file.is_none() {
+        if (self.replay_dataset.is_some() || self.replay_datadir.is_some())
+            && self.replay_file.is_none()
+        {
             super::usage_error(
-                "--replay-dataset loads the data of a replay: give --replay-file too",
+                "--replay-dataset and --replay-datadir hold the data of a replay: give --replay-file too",
             );
         }
         let file = self.replay_file.clone()?;
@@ -260,6 +271,7 @@ impl BenchSpecArgs {
             file,
             format: self.replay_format,
             dataset: self.replay_dataset.clone(),
+            datadir: self.replay_datadir.clone(),
         };
         Some(
             pgoforge::server::template::Replay::new(options)

@@ -368,6 +368,7 @@ impl OltpArgs {
                 file: self.replay_file.clone().unwrap_or_default(),
                 format: self.replay_format,
                 dataset: self.replay_dataset.clone(),
+                datadir: None,
             },
         }
     }

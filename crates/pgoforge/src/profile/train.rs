@@ -61,7 +61,7 @@ impl Mix {
     pub fn check(&self) -> Result<(), String> {
         if self.replay.is_none() && self.phases.iter().any(|p| p.test == TestName::Replay) {
             return Err(
-                "a replay phase in the training mix needs --replay-file FILE (and --replay-dataset DUMP for its data)"
+                "a replay phase in the training mix needs --replay-file FILE (and --replay-dataset DUMP or --replay-datadir DIR for its data)"
                     .into(),
             );
         }

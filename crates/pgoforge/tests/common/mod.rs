@@ -99,3 +99,29 @@ pub fn paths_under(root: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// `pgoforge bench` arguments for the smallest real benchmark: Debian's mariadbd under two names,
+/// one round of one second of `workloads` on 100 rows.
+pub fn tiny_bench(work: &Path, run: &Path, workloads: &str) -> Vec<String> {
+    vec![
+        "bench".to_string(),
+        format!("--baseline=a={}", testsupport::MARIADBD),
+        format!("--binary=b={}", testsupport::MARIADBD),
+        format!("--workloads={workloads}"),
+        "--rounds=1".into(),
+        "--time=1".into(),
+        "--warmup=0".into(),
+        "--tables=1".into(),
+        "--table-size=100".into(),
+        "--buffer-pool-mb=64".into(),
+        format!("--work-dir={}", work.display()),
+        format!("--run={}", run.display()),
+    ]
+}
+
+/// Runs `pgoforge` with `args` and then `extra`.
+pub fn pgoforge_with(args: Vec<String>, extra: &[&str]) -> Ran {
+    let mut a = args;
+    a.extend(extra.iter().map(|s| s.to_string()));
+    pgoforge(&a.iter().map(String::as_str).collect::<Vec<_>>())
+}

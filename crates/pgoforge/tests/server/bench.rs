@@ -308,23 +308,9 @@ fn cachegrind_counts_repeat_for_one_binary_under_two_names() {
     assert!(md.contains("| oltp_read_only | same |"), "{md}");
 }
 
-/// `pgoforge bench` arguments for the smallest real benchmark: Debian's mariadbd under two names,
-/// one round of one second on 100 rows.
+/// `pgoforge bench` arguments for the smallest real benchmark of point selects.
 fn tiny_cli_bench(work: &str, run: &std::path::Path) -> Vec<String> {
-    vec![
-        "bench".to_string(),
-        format!("--baseline=a={MARIADBD}"),
-        format!("--binary=b={MARIADBD}"),
-        "--workloads=oltp_point_select".into(),
-        "--rounds=1".into(),
-        "--time=1".into(),
-        "--warmup=0".into(),
-        "--tables=1".into(),
-        "--table-size=100".into(),
-        "--buffer-pool-mb=64".into(),
-        format!("--work-dir={work}"),
-        format!("--run={}", run.display()),
-    ]
+    common::tiny_bench(std::path::Path::new(work), run, "oltp_point_select")
 }
 
 #[test]

@@ -49,6 +49,16 @@ fn record(srv: &TestServer, kind: &str, file: &Path) {
     root.query(&format!("SET GLOBAL {var}=OFF")).unwrap();
 }
 
+/// The replay workload's records in a benchmark run dir.
+fn replay_results(run: &Path) -> Vec<serde_json::Value> {
+    fs::read_to_string(run.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["workload"] == "replay")
+        .collect()
+}
+
 fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap()
 }
@@ -212,36 +222,20 @@ fn a_replay_is_a_benchmark_and_a_training_workload_on_its_own_data() {
     .unwrap();
     let work = dir.join("work");
     let run = dir.join("run");
-    let bench = |extra: &[&str]| {
-        let mut a: Vec<String> = vec![
-            "bench".into(),
-            format!("--baseline=a={}", testsupport::MARIADBD),
-            format!("--binary=b={}", testsupport::MARIADBD),
-            "--rounds=1".into(),
-            "--time=1".into(),
-            "--warmup=0".into(),
-            "--tables=1".into(),
-            "--table-size=100".into(),
-            "--buffer-pool-mb=64".into(),
-            "--allow-busy".into(),
-            format!("--work-dir={}", work.display()),
-            format!("--run={}", run.display()),
-        ];
-        a.extend(extra.iter().map(|s| s.to_string()));
-        common::pgoforge(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    let bench = |workloads: &str, extra: &[&str]| {
+        let mut a = common::tiny_bench(&work, &run, workloads);
+        a.push("--allow-busy".into());
+        common::pgoforge_with(a, extra)
     };
-    let r = bench(&[
-        "--workloads=oltp_point_select,replay",
-        &format!("--replay-file={}", file.display()),
-        &format!("--replay-dataset={}", dump.display()),
-    ]);
+    let r = bench(
+        "oltp_point_select,replay",
+        &[
+            &format!("--replay-file={}", file.display()),
+            &format!("--replay-dataset={}", dump.display()),
+        ],
+    );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    let replays: Vec<serde_json::Value> = fs::read_to_string(run.join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|v| v["workload"] == "replay")
-        .collect();
+    let replays = replay_results(&run);
     assert_eq!(replays.len(), 2, "one replay run per contender");
     for v in &replays {
         let res = &v["result"];
@@ -269,15 +263,12 @@ fn a_replay_is_a_benchmark_and_a_training_workload_on_its_own_data() {
         .unwrap()
         .contains("| replay |"));
     // No file, or a file that is not a workload: refused before anything runs (exit 2).
-    let r = bench(&["--workloads=replay"]);
+    let r = bench("replay", &[]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("needs --replay-file"), "{}", r.stderr);
     let cut = dir.join("cut.sql");
     fs::write(&cut, "SELECT 1;\nSELECT v FROM app WHERE").unwrap();
-    let r = bench(&[
-        "--workloads=replay",
-        &format!("--replay-file={}", cut.display()),
-    ]);
+    let r = bench("replay", &[&format!("--replay-file={}", cut.display())]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("has no closing ';'"), "{}", r.stderr);
 
@@ -295,6 +286,7 @@ fn a_replay_is_a_benchmark_and_a_training_workload_on_its_own_data() {
                 file: file.clone(),
                 format: oltp::replay::Format::Auto,
                 dataset: Some(dump.clone()),
+                datadir: None,
             })
             .unwrap(),
         ),
@@ -322,4 +314,122 @@ fn a_replay_is_a_benchmark_and_a_training_workload_on_its_own_data() {
         ..mix
     };
     assert!(no_file.check().unwrap_err().contains("--replay-file"));
+}
+
+/// Hashes every file under `dir` by content: proof that nothing in it was written.
+fn content_digest(dir: &Path) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
+                files.push((rel, pgoforge::infra::fs::sha256_file(&p).unwrap()));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// A replay against a DBA's own datadir: refused while a server runs on it, then copied into the
+/// template (whose accounts pgoforge makes without knowing the datadir's), replayed on fresh
+/// copies with no error, and the datadir itself left byte for byte as it was.
+#[test]
+fn a_replay_runs_on_a_copy_of_a_datadir_that_is_never_written() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path();
+    let mut spec = pgoforge::server::ServerSpec::new(testsupport::MARIADBD);
+    spec.config.buffer_pool_mb = 64;
+    spec.config.redo_log_mb = 32;
+    let mut src = pgoforge::server::Server::create(&spec, &dir.join("theirs")).unwrap();
+    let datadir = src.state.datadir.clone();
+    {
+        let mut root = src.state.root().unwrap();
+        for sql in [
+            "CREATE DATABASE shop",
+            "CREATE TABLE shop.items (id INT PRIMARY KEY, qty INT NOT NULL)",
+            "USE shop",
+            "INSERT INTO items SELECT seq, 0 FROM seq_1_to_50",
+        ] {
+            root.query(sql).unwrap();
+        }
+    }
+    let file = dir.join("workload.sql");
+    fs::write(
+        &file,
+        "USE shop;\nSELECT qty FROM items WHERE id = 5;\nUPDATE items SET qty = qty + 1 WHERE id = 7;\nSELECT COUNT(*) FROM items;\n",
+    )
+    .unwrap();
+    let work = dir.join("work");
+    let bench = |run: &str, extra: &[&str]| {
+        let mut a = common::tiny_bench(&work, &dir.join(run), "oltp_point_select,replay");
+        a.push("--allow-busy".into());
+        a.push(format!("--replay-file={}", file.display()));
+        common::pgoforge_with(a, extra)
+    };
+    let with_datadir = format!("--replay-datadir={}", datadir.display());
+    // A running server's datadir would be copied torn: refused before anything runs.
+    let r = bench("live", &[&with_datadir]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("a server is running on"), "{}", r.stderr);
+    assert!(!work.join("datasets").exists());
+    // Its superuser becomes one pgoforge cannot log in as, then the server stops.
+    src.state
+        .root()
+        .unwrap()
+        .query("ALTER USER root@localhost IDENTIFIED VIA mysql_native_password USING PASSWORD('not-ours')")
+        .unwrap();
+    src.stop().unwrap();
+    let before = content_digest(&datadir);
+
+    let r = bench("run", &[&with_datadir]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let replays = replay_results(&dir.join("run"));
+    assert_eq!(replays.len(), 2, "one replay run per contender");
+    for v in &replays {
+        let res = &v["result"];
+        assert!(res["transactions"].as_u64().unwrap() > 10, "{res}");
+        assert_eq!(
+            res["replay"]["errors_by_code"],
+            serde_json::json!({}),
+            "shop.items is in every copy and the benchmark user may use it: {res}"
+        );
+    }
+    let template = fs::read_dir(work.join("datasets"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("+datadir"))
+        .expect("a template made from the datadir");
+    assert!(template.join("data/shop/items.ibd").is_file());
+    assert!(template.join("data/sbtest/sbtest1.ibd").is_file());
+    let plan = json(&dir.join("run/plan.json"));
+    assert_eq!(
+        plan["replay"]["datadir_fingerprint"]
+            .as_str()
+            .unwrap()
+            .len(),
+        64
+    );
+    assert_eq!(content_digest(&datadir), before, "the datadir was written");
+
+    // Not a datadir, or both kinds of data at once: usage errors.
+    let r = bench("bad", &[&format!("--replay-datadir={}", dir.display())]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("is not a server's datadir"),
+        "{}",
+        r.stderr
+    );
+    let r = bench(
+        "both",
+        &[
+            &with_datadir,
+            &format!("--replay-dataset={}", file.display()),
+        ],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
 }
