@@ -1,16 +1,31 @@
-//! `pgoforge package`: a contender of a finished run as a tar.zst with its manifest and SHA256SUMS.
+//! `pgoforge package`: a contender of a finished run as a tar.zst with its manifest and SHA256SUMS,
+//! and, for a Debian-sourced MariaDB, a .deb that takes the distribution server's place
+//! (`--deb`, or `package deb TARBALL` from a tarball alone).
+
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use clap::Args;
+use clap::{Args, Subcommand};
 use pgoforge::bench::report;
+use pgoforge::package::deb::{self, Deb, DebRequest};
 use pgoforge::pipeline::{self, Outcome};
 
 use super::args::WorkDirArgs;
 
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct PackageArgs {
+    #[command(subcommand)]
+    from_tarball: Option<FromTarball>,
     /// The variant (contender name) of the finished run to package, e.g. pgo+bolt.
-    variant: String,
+    #[arg(required = true)]
+    variant: Option<String>,
+    /// Also make a Debian package that installs the server in place of Debian's mariadbd
+    /// (MariaDB from a Debian source package only); it fits exactly the server version built.
+    #[arg(long)]
+    deb: bool,
+    #[command(flatten)]
+    deb_opts: DebOpts,
     #[command(flatten)]
     work: WorkDirArgs,
     /// Print the package record as JSON.
@@ -18,14 +33,97 @@ pub struct PackageArgs {
     json: bool,
 }
 
+#[derive(Args, Clone)]
+struct DebOpts {
+    /// The Debian version of mariadb-server-core the .deb fits, for a tarball whose manifest does
+    /// not name one (made before 2026-12-02, or from a source pgoforge did not fetch from Debian).
+    #[arg(long, value_name = "VERSION")]
+    for_version: Option<String>,
+    /// The .deb's Maintainer, 'Name <address>' [DEBFULLNAME and DEBEMAIL; else
+    /// 'Local pgoforge build <USER@HOST.invalid>'].
+    #[arg(long, value_name = "CONTACT")]
+    maintainer: Option<String>,
+}
+
+#[derive(Subcommand)]
+enum FromTarball {
+    /// Make the .deb from a package tarball (NAME.tar.zst), on any host: checked against its
+    /// SHA256SUMS first.
+    Deb {
+        tarball: PathBuf,
+        /// Where to write the .deb [beside the tarball].
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        deb_opts: DebOpts,
+        /// Print the .deb's record as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn show_deb(d: &Deb) {
+    println!(
+        "{}\n  {} {} (fits mariadb-server-core {}), sha256 {} ({:.1} MiB)\n  install: dpkg -i {}   roll back: dpkg -r {}",
+        d.path.display(),
+        d.package,
+        d.version,
+        d.fits,
+        d.sha256,
+        d.bytes as f64 / 1048576.0,
+        d.path.display(),
+        d.package
+    );
+}
+
+fn make_deb(tarball: &Path, out: &Path, o: &DebOpts) -> Result<Deb> {
+    deb::build(&DebRequest {
+        tarball,
+        out_dir: out,
+        for_version: o.for_version.as_deref(),
+        maintainer: o.maintainer.as_deref(),
+    })
+}
+
 pub fn main(a: PackageArgs) -> Result<i32> {
+    if let Some(FromTarball::Deb {
+        tarball,
+        out,
+        deb_opts,
+        json,
+    }) = &a.from_tarball
+    {
+        let out = out
+            .clone()
+            .or_else(|| tarball.parent().map(Path::to_path_buf))
+            .unwrap_or_else(|| PathBuf::from("."));
+        let d = make_deb(tarball, &out, deb_opts)?;
+        if *json {
+            println!("{}", serde_json::to_string_pretty(&d)?);
+        } else {
+            show_deb(&d);
+        }
+        return Ok(0);
+    }
+    let variant = a.variant.as_deref().unwrap_or_default();
     let work = a.work.existing()?;
     let _lock = pgoforge::infra::lock::WorkLock::acquire(&work)?;
     let out = Outcome::load(&work)?;
     let rep = report::build(&out.run_dir).ok();
-    let p = pipeline::package_contender(&work, &out, rep.as_ref(), &a.variant)?;
+    let p = pipeline::package_contender(&work, &out, rep.as_ref(), variant)?;
+    let d = if a.deb {
+        let dir = p.path.parent().unwrap_or(&work).to_path_buf();
+        Some(make_deb(&p.path, &dir, &a.deb_opts)?)
+    } else {
+        None
+    };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&p)?);
+        // Without --deb the record keeps the shape it always had.
+        let v = match &d {
+            Some(d) => serde_json::json!({"package": p, "deb": d}),
+            None => serde_json::to_value(&p)?,
+        };
+        println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(0);
     }
     println!(
@@ -35,5 +133,8 @@ pub fn main(a: PackageArgs) -> Result<i32> {
         p.bytes as f64 / 1048576.0,
         p.files
     );
+    if let Some(d) = &d {
+        show_deb(d);
+    }
     Ok(0)
 }

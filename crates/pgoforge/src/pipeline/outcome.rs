@@ -186,6 +186,20 @@ pub fn package_contender(
         pgoforge_version: env!("CARGO_PKG_VERSION").into(),
         created: crate::infra::time::now_secs(),
         binary_note: String::new(),
+        debian_source: crate::recipe::Recipe::load(&outcome.recipe)
+            .ok()
+            .and_then(|r| match r.source {
+                crate::recipe::SourceSpec::Debian {
+                    package,
+                    version,
+                    suite,
+                } => Some(package::DebianSource {
+                    package,
+                    version,
+                    suite,
+                }),
+                _ => None,
+            }),
     };
     package::package(&PackageRequest {
         binary: &c.binary,

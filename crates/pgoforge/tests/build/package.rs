@@ -38,6 +38,7 @@ fn manifest(name: &str) -> Manifest {
         pgoforge_version: "0".into(),
         created: 0,
         binary_note: String::new(),
+        debian_source: None,
     }
 }
 

@@ -8,6 +8,7 @@ mod common;
 mod bad_input;
 mod bench;
 mod cli_oltp;
+mod deploy;
 mod interop;
 mod replay;
 mod server;

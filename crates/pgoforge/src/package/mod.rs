@@ -30,8 +30,18 @@ pub struct Gain {
     pub verdict: String,
 }
 
+pub mod deb;
+
+/// The Debian source package a server was built from (Debian-sourced recipes).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DebianSource {
+    pub package: String,
+    pub version: String,
+    pub suite: String,
+}
+
 /// How the packaged server was made.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     pub name: String,
     /// `mariadbd --version` of the packaged binary.
@@ -55,6 +65,10 @@ pub struct Manifest {
     /// How the packaged binary was reduced (set by `package`).
     #[serde(default)]
     pub binary_note: String,
+    /// The Debian source package built, for a Debian-sourced recipe (absent in packages made
+    /// before 2026-12-02, and for other sources): what a .deb of it fits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debian_source: Option<DebianSource>,
 }
 
 /// Where a work dir's packages go.

@@ -1,0 +1,611 @@
+//! A Debian package that puts an optimized MariaDB server in the distribution's place, the way
+//! Debian does such things: the package's `preinst` diverts Debian's `/usr/sbin/mariadbd` to
+//! `/usr/sbin/mariadbd.distrib` (dpkg-divert), the package ships the optimized binary as
+//! `/usr/sbin/mariadbd-pgo` and `/usr/sbin/mariadbd` as a link to it, and `postrm` removes the
+//! diversion, which puts Debian's binary back. A running service is restarted on the new binary
+//! and checked; when it does not come back, `postinst` points the link at Debian's binary again,
+//! restarts that, and fails — the service is never left dead.
+//!
+//! The package fits exactly one version of Debian's server: it pre-depends on
+//! `mariadb-server-core (= VERSION)`, the source version it was built from, so dpkg refuses to
+//! unpack it (and changes nothing) next to any other, and an `apt upgrade` of the server cannot
+//! silently overwrite it (the upgrade's binary goes to the diverted name, and apt must first
+//! remove this package).
+//!
+//! Input is a finished package tarball (`NAME.tar.zst`, [`super::package`]), checked against its
+//! own SHA256SUMS: the .deb can be made on any host from the tarball alone.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::{DebianSource, Manifest};
+use crate::infra::exit::Refuse;
+use crate::usage;
+
+/// The distribution package whose binary this one takes the place of, and that binary.
+const CORE_PACKAGE: &str = "mariadb-server-core";
+const SERVER_BINARY: &str = "/usr/sbin/mariadbd";
+/// The init script and systemd unit Debian's mariadb-server package installs.
+const SERVICE: &str = "mariadb";
+
+pub struct DebRequest<'a> {
+    /// A finished package tarball.
+    pub tarball: &'a Path,
+    pub out_dir: &'a Path,
+    /// The Debian version of the server package the .deb fits, when the manifest has none (or
+    /// to override it).
+    pub for_version: Option<&'a str>,
+    /// `Name <address>` for the Maintainer field [DEBFULLNAME and DEBEMAIL, as Debian's tools
+    /// read them; else `Local pgoforge build <USER@HOST.invalid>`].
+    pub maintainer: Option<&'a str>,
+}
+
+/// A .deb made by [`build`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Deb {
+    pub path: PathBuf,
+    pub package: String,
+    pub version: String,
+    /// The exact `mariadb-server-core` version it installs beside.
+    pub fits: String,
+    pub sha256: String,
+    pub bytes: u64,
+}
+
+/// The .deb's package name: one optimized server per machine, whatever its variant.
+pub const PACKAGE: &str = "mariadb-server-pgo";
+
+/// The .deb's version: the distribution's, then what it is (`+pgoforge+VARIANT.PROFILE`), so
+/// `dpkg -l` says it at a glance. Debian versions allow `+` and `.` (lintian wants at most two
+/// dots in a revision); other characters of the variant (`@` of a matrix) become `+`.
+pub fn deb_version(fits: &str, m: &Manifest) -> String {
+    let variant: String = m
+        .variant
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '+' })
+        .collect();
+    let profile = m
+        .profiles
+        .first()
+        .and_then(|p| p.split_once(':'))
+        .map(|(_, h)| format!(".{}", &h[..h.len().min(8)]))
+        .unwrap_or_default();
+    format!("{fits}+pgoforge+{variant}{profile}")
+}
+
+/// Whether `v` is a Debian version dpkg accepts: `[epoch:]upstream[-revision]`.
+fn is_debian_version(v: &str) -> bool {
+    let rest = match v.split_once(':') {
+        Some((e, r)) if !e.is_empty() && e.bytes().all(|b| b.is_ascii_digit()) => r,
+        Some(_) => return false,
+        None => v,
+    };
+    let (upstream, revision) = match rest.rsplit_once('-') {
+        Some((u, r)) => (u, Some(r)),
+        None => (rest, None),
+    };
+    let ok = |s: &str, extra: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || extra.contains(c))
+    };
+    upstream.starts_with(|c: char| c.is_ascii_digit())
+        && ok(upstream, ".+~-")
+        && revision.is_none_or(|r| ok(r, ".+~"))
+}
+
+/// The upstream version in a Debian version (`1:10.11.18-0+deb12u1` → `10.11.18`).
+fn upstream_of(v: &str) -> &str {
+    let v = v.split_once(':').map_or(v, |(_, r)| r);
+    v.rsplit_once('-').map_or(v, |(u, _)| u)
+}
+
+/// Unpacks `tarball` into `into`, checks every file against SHA256SUMS, and returns the package
+/// root and its manifest.
+pub fn unpack_checked(tarball: &Path, into: &Path) -> Result<(PathBuf, Manifest)> {
+    let file = fs::File::open(tarball).with_context(|| format!("opening {}", tarball.display()))?;
+    let dec = zstd::Decoder::new(file)
+        .with_context(|| format!("{} is not a zstd archive", tarball.display()))?;
+    let mut ar = tar::Archive::new(dec);
+    ar.set_preserve_permissions(true);
+    ar.unpack(into).with_context(|| {
+        format!(
+            "unpacking {}: not a pgoforge package (a NAME.tar.zst from `pgoforge package`)",
+            tarball.display()
+        )
+    })?;
+    let mut tops = fs::read_dir(into)?.collect::<std::io::Result<Vec<_>>>()?;
+    if tops.len() != 1 || !tops[0].file_type()?.is_dir() {
+        usage!(
+            "{} is not a pgoforge package: it must hold exactly one directory",
+            tarball.display()
+        );
+    }
+    let root = tops.remove(0).path();
+    let manifest: Manifest = serde_json::from_str(
+        &fs::read_to_string(root.join("manifest.json"))
+            .with_context(|| format!("{} has no manifest.json", tarball.display()))?,
+    )
+    .with_context(|| format!("{}: manifest.json does not parse", tarball.display()))?;
+    let sums = fs::read_to_string(root.join("SHA256SUMS"))
+        .with_context(|| format!("{} has no SHA256SUMS", tarball.display()))?;
+    let mut listed = 0;
+    for line in sums.lines().filter(|l| !l.trim().is_empty()) {
+        let Some((sum, name)) = line.split_once("  ") else {
+            usage!(
+                "{}: SHA256SUMS line '{line}' is malformed",
+                tarball.display()
+            );
+        };
+        if name.starts_with('/') || name.split('/').any(|c| c == "..") {
+            usage!(
+                "{}: SHA256SUMS names '{name}' outside the package",
+                tarball.display()
+            );
+        }
+        let p = root.join(name);
+        let got = crate::infra::fs::sha256_file(&p)
+            .with_context(|| format!("{}: {name} is listed but missing", tarball.display()))?;
+        if got != sum {
+            usage!(
+                "{}: {name} does not match its SHA256SUMS entry (damaged or altered package)",
+                tarball.display()
+            );
+        }
+        listed += 1;
+    }
+    let present = crate::infra::fs::files_under(&root, "")?.len();
+    if present != listed + 1 {
+        usage!(
+            "{}: {} files are not in SHA256SUMS (altered package)",
+            tarball.display(),
+            present - listed - 1
+        );
+    }
+    Ok((root, manifest))
+}
+
+fn write_mode(p: &Path, text: &str, mode: u32) -> Result<()> {
+    fs::write(p, text).with_context(|| format!("writing {}", p.display()))?;
+    fs::set_permissions(p, fs::Permissions::from_mode(mode))?;
+    Ok(())
+}
+
+/// The Debian architecture of this machine (the binary was built here or for here).
+fn architecture() -> Result<String> {
+    let out = Command::new("dpkg")
+        .arg("--print-architecture")
+        .output()
+        .context("running dpkg --print-architecture (a .deb is made on Debian)")?;
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Who the .deb says made it: whoever built it on this machine.
+fn maintainer(given: Option<&str>) -> Result<String> {
+    if let Some(m) = given {
+        if !(m.contains('<') && m.trim_end().ends_with('>') && m.contains('@')) {
+            usage!("--maintainer '{m}': give 'Name <address>'");
+        }
+        return Ok(m.to_string());
+    }
+    if let Ok(mail) = std::env::var("DEBEMAIL") {
+        let name = std::env::var("DEBFULLNAME").unwrap_or_else(|_| "pgoforge user".into());
+        return Ok(format!("{name} <{mail}>"));
+    }
+    // No address was given: say so with RFC 2606's reserved `.invalid`, which lintian accepts
+    // (it rejects localhost and .localdomain).
+    let host = fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().split('.').next().unwrap_or_default().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    let host = format!("{host}.invalid");
+    let user = match crate::server::accounts::os_user().as_str() {
+        "root" => "pgoforge".to_string(),
+        u => u.to_string(),
+    };
+    Ok(format!("Local pgoforge build <{user}@{host}>"))
+}
+
+/// The libraries the binary needs, as Debian states them (`dpkg-shlibdeps`, from the installed
+/// packages' shlibs/symbols files).
+fn shlib_depends(binary: &Path, scratch: &Path) -> Result<String> {
+    let d = scratch.join("shlibdeps");
+    fs::create_dir_all(d.join("debian"))?;
+    fs::write(
+        d.join("debian/control"),
+        format!("Source: {PACKAGE}\n\nPackage: {PACKAGE}\nArchitecture: any\n"),
+    )?;
+    let out = Command::new("dpkg-shlibdeps")
+        .arg("-O")
+        .arg(format!("-e{}", binary.display()))
+        .current_dir(&d)
+        .output()
+        .context("running dpkg-shlibdeps (apt-get install dpkg-dev)")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    match text.lines().find_map(|l| l.strip_prefix("shlibs:Depends=")) {
+        Some(deps) if out.status.success() => Ok(deps.trim().to_string()),
+        _ => bail!(
+            "dpkg-shlibdeps found no library dependencies for {}: {}",
+            binary.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+    }
+}
+
+struct Control<'a> {
+    version: &'a str,
+    fits: &'a str,
+    arch: &'a str,
+    installed_kib: u64,
+    maintainer: &'a str,
+    depends: &'a str,
+}
+
+fn control(m: &Manifest, c: &Control) -> String {
+    let Control {
+        version,
+        fits,
+        arch,
+        installed_kib,
+        maintainer,
+        depends,
+    } = *c;
+    let gains: Vec<String> = m
+        .gains
+        .iter()
+        .map(|g| {
+            format!(
+                " {} at {} threads: {:+.1} % [{:+.1}, {:+.1}]",
+                g.workload,
+                g.threads,
+                (g.ratio - 1.0) * 100.0,
+                (g.ci.0 - 1.0) * 100.0,
+                (g.ci.1 - 1.0) * 100.0
+            )
+        })
+        .collect();
+    let mut long = vec![
+        format!(
+            " The MariaDB server {} built from Debian's",
+            upstream_of(fits)
+        ),
+        format!(" source {fits} by pgoforge, variant {},", m.variant),
+        " installed in place of Debian's /usr/sbin/mariadbd (diverted to".to_string(),
+        " /usr/sbin/mariadbd.distrib and put back when this package is removed).".to_string(),
+        " .".to_string(),
+        format!(" Compiler: {}.", m.compiler),
+    ];
+    if !m.profiles.is_empty() {
+        long.push(format!(" Profiles: {}.", m.profiles.join(", ")));
+    }
+    if !gains.is_empty() {
+        long.push(" .".into());
+        long.push(" Throughput against the -O2 baseline (interval):".into());
+        long.extend(gains);
+    }
+    long.push(" .".into());
+    long.push(format!(
+        " The full manifest is in /usr/share/doc/{PACKAGE}/manifest.json."
+    ));
+    format!(
+        "Package: {PACKAGE}\nVersion: {version}\nArchitecture: {arch}\nMaintainer: {maintainer}\n\
+         Installed-Size: {installed_kib}\nPre-Depends: {CORE_PACKAGE} (= {fits})\nDepends: {depends}\n\
+         Section: database\n\
+         Priority: optional\nDescription: MariaDB server optimized by pgoforge ({})\n{}\n",
+        m.variant,
+        long.join("\n")
+    )
+}
+
+/// `preinst`: divert Debian's binary before dpkg unpacks ours.
+fn preinst() -> String {
+    format!(
+        r#"#!/bin/sh
+set -e
+case "$1" in
+    install|upgrade)
+        dpkg-divert --package {PACKAGE} --add --rename \
+            --divert {SERVER_BINARY}.distrib {SERVER_BINARY}
+        ;;
+esac
+exit 0
+"#
+    )
+}
+
+/// The shell functions the scripts share: is the service up, restart it.
+fn service_functions() -> String {
+    format!(
+        r#"running() {{
+    invoke-rc.d --quiet {SERVICE} status >/dev/null 2>&1
+}}
+# The binary the running server executes (the pid file of Debian's my.cnf).
+server_exe() {{
+    pid=$(cat /run/mysqld/mysqld.pid 2>/dev/null) || return 0
+    readlink "/proc/$pid/exe" 2>/dev/null || true
+}}
+"#
+    )
+}
+
+/// `postinst`: restart a running service on the optimized binary; if it does not come back on
+/// it, put Debian's binary back, restart that, and fail.
+fn postinst() -> String {
+    format!(
+        r#"#!/bin/sh
+set -e
+{functions}
+if [ "$1" = configure ] && running; then
+    if invoke-rc.d {SERVICE} restart && running && [ "$(server_exe)" = {SERVER_BINARY}-pgo ]; then
+        echo "{PACKAGE}: the {SERVICE} service now runs the optimized server"
+    else
+        echo "{PACKAGE}: the {SERVICE} service did not come back on the optimized server;" >&2
+        echo "{PACKAGE}: rolling back to Debian's binary ({SERVER_BINARY}.distrib)" >&2
+        ln -sf mariadbd.distrib {SERVER_BINARY}
+        invoke-rc.d {SERVICE} restart || true
+        if running; then
+            echo "{PACKAGE}: the service runs Debian's binary again; remove this package (dpkg -r {PACKAGE})" >&2
+        else
+            echo "{PACKAGE}: the service did not start on Debian's binary either: see its error log" >&2
+        fi
+        exit 1
+    fi
+fi
+exit 0
+"#,
+        functions = service_functions()
+    )
+}
+
+/// `postrm`: remove the diversion (Debian's binary back in place), restart a running service.
+fn postrm() -> String {
+    format!(
+        r#"#!/bin/sh
+set -e
+{functions}
+case "$1" in
+    remove|abort-install|abort-upgrade|disappear)
+        dpkg-divert --package {PACKAGE} --remove --rename \
+            --divert {SERVER_BINARY}.distrib {SERVER_BINARY}
+        if [ "$1" = remove ] && running; then
+            invoke-rc.d {SERVICE} restart || {{
+                echo "{PACKAGE}: the {SERVICE} service did not restart on Debian's binary: see its error log" >&2
+                exit 1
+            }}
+        fi
+        ;;
+esac
+exit 0
+"#,
+        functions = service_functions()
+    )
+}
+
+const COPYRIGHT: &str = "\
+Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: MariaDB
+Comment: The MariaDB server built from Debian's source package by pgoforge; see that source
+ package's debian/copyright for the full list of authors and licenses.
+
+Files: *
+Copyright: MariaDB Corporation Ab, MariaDB Foundation, Oracle and/or its affiliates, and others
+License: GPL-2
+ On Debian systems, the complete text of the GNU General Public License version 2 can be found
+ in /usr/share/common-licenses/GPL-2.
+";
+
+/// Builds `PACKAGE_VERSION_ARCH.deb` in `out_dir` from the package tarball.
+pub fn build(req: &DebRequest) -> Result<Deb> {
+    let work = tempfile::Builder::new()
+        .prefix(".deb-")
+        .tempdir_in(req.out_dir)
+        .or_else(|_| tempfile::tempdir())
+        .context("making a staging directory")?;
+    // Whatever is wrong with the tarball is the input's fault (exit status 2).
+    let (root, m) = unpack_checked(req.tarball, &work.path().join("tarball")).refused()?;
+    if !m.server_version.contains("MariaDB") {
+        usage!(
+            "{}: a .deb takes the place of Debian's MariaDB server; this package holds {} \
+             (MySQL from Debian unstable has no Debian 12 server package to replace: deploy the \
+             tarball under systemd instead)",
+            req.tarball.display(),
+            m.server_version
+        );
+    }
+    let fits = match (req.for_version, &m.debian_source) {
+        (Some(v), _) => v.to_string(),
+        (None, Some(DebianSource { version, .. })) => version.clone(),
+        (None, None) => usage!(
+            "{}: its manifest names no Debian source version (built from {}); give the version of \
+             Debian's mariadb-server-core it was built from with --for-version",
+            req.tarball.display(),
+            m.source
+        ),
+    };
+    if !is_debian_version(&fits) {
+        usage!("--for-version '{fits}' is not a Debian version (e.g. 1:10.11.18-0+deb12u1)");
+    }
+    if !m.server_version.starts_with(upstream_of(&fits)) {
+        usage!(
+            "the packaged server is {} but the .deb would fit {CORE_PACKAGE} {fits}: a .deb may \
+             only replace the server version it was built from",
+            m.server_version
+        );
+    }
+    let binary = root.join("bin/mariadbd");
+    if !binary.is_file() {
+        usage!("{}: no bin/mariadbd inside", req.tarball.display());
+    }
+    let version = deb_version(&fits, &m);
+    let arch = architecture()?;
+
+    let tree = work.path().join("deb");
+    let sbin = tree.join("usr/sbin");
+    let doc = tree.join("usr/share/doc").join(PACKAGE);
+    let debian = tree.join("DEBIAN");
+    for d in [&sbin, &doc, &debian] {
+        fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+        fs::set_permissions(d, fs::Permissions::from_mode(0o755))?;
+    }
+    let installed = sbin.join("mariadbd-pgo");
+    fs::copy(&binary, &installed).with_context(|| format!("copying {}", binary.display()))?;
+    fs::set_permissions(&installed, fs::Permissions::from_mode(0o755))?;
+    std::os::unix::fs::symlink("mariadbd-pgo", sbin.join("mariadbd"))?;
+    fs::copy(root.join("manifest.json"), doc.join("manifest.json"))?;
+    fs::set_permissions(doc.join("manifest.json"), fs::Permissions::from_mode(0o644))?;
+    write_mode(&doc.join("copyright"), COPYRIGHT, 0o644)?;
+    let maintainer = maintainer(req.maintainer)?;
+    let changelog = format!(
+        "{PACKAGE} ({version}) unstable; urgency=medium\n\n  * Built by pgoforge {}, variant {}.\n  * From {}.\n\n -- {maintainer}  {}\n",
+        m.pgoforge_version,
+        m.variant,
+        m.source,
+        rfc2822(m.created)
+    );
+    let gz = doc.join("changelog.Debian.gz");
+    {
+        // gzip -9n: no name or time in the header, as Debian's tools write it.
+        let mut child = Command::new("gzip")
+            .args(["-9n", "-c"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(fs::File::create(&gz)?)
+            .spawn()
+            .context("running gzip")?;
+        child
+            .stdin
+            .take()
+            .context("gzip's stdin")?
+            .write_all(changelog.as_bytes())?;
+        if !child.wait()?.success() {
+            bail!("gzip failed on the changelog");
+        }
+    }
+    fs::set_permissions(&gz, fs::Permissions::from_mode(0o644))?;
+    let kib = crate::infra::fs::files_under(&tree.join("usr"), "")?
+        .iter()
+        .map(|f| fs::symlink_metadata(f).map(|m| m.len().div_ceil(1024)))
+        .sum::<std::io::Result<u64>>()?;
+    write_mode(
+        &debian.join("control"),
+        &control(
+            &m,
+            &Control {
+                version: &version,
+                fits: &fits,
+                arch: &arch,
+                installed_kib: kib,
+                maintainer: &maintainer,
+                depends: &shlib_depends(&installed, work.path())?,
+            },
+        ),
+        0o644,
+    )?;
+    write_mode(&debian.join("preinst"), &preinst(), 0o755)?;
+    write_mode(&debian.join("postinst"), &postinst(), 0o755)?;
+    write_mode(&debian.join("postrm"), &postrm(), 0o755)?;
+    let mut sums = String::new();
+    for f in crate::infra::fs::files_under(&tree.join("usr"), "")? {
+        if f.is_symlink() {
+            continue;
+        }
+        let rel = f.strip_prefix(&tree)?;
+        sums += &format!("{}  {}\n", md5_file(&f)?, rel.display());
+    }
+    write_mode(&debian.join("md5sums"), &sums, 0o644)?;
+
+    fs::create_dir_all(req.out_dir)?;
+    let name = format!("{PACKAGE}_{}_{arch}.deb", version.replace(':', "%3a"));
+    let path = req.out_dir.join(&name);
+    let tmp = req.out_dir.join(format!(".{name}.tmp"));
+    crate::infra::runner::run_tool(
+        Command::new("dpkg-deb")
+            .args(["--root-owner-group", "-Zxz", "--build"])
+            .arg(&tree)
+            .arg(&tmp),
+        "dpkg-deb --build",
+        None,
+    )?;
+    fs::rename(&tmp, &path).with_context(|| format!("renaming to {}", path.display()))?;
+    Ok(Deb {
+        sha256: crate::infra::fs::sha256_file(&path)?,
+        bytes: fs::metadata(&path)?.len(),
+        path,
+        package: PACKAGE.into(),
+        version,
+        fits,
+    })
+}
+
+fn md5_file(p: &Path) -> Result<String> {
+    let out = Command::new("md5sum")
+        .arg(p)
+        .output()
+        .context("running md5sum")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split_whitespace()
+        .next()
+        .map(str::to_string)
+        .with_context(|| format!("md5sum {}", p.display()))
+}
+
+/// A Debian changelog date (`date -R`) for seconds since the epoch.
+fn rfc2822(secs: u64) -> String {
+    let out = Command::new("date")
+        .args(["-u", "-R", "-d", &format!("@{secs}")])
+        .output();
+    out.ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "Thu, 01 Jan 1970 00:00:00 +0000".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_say_what_the_package_is_and_stay_valid() {
+        let m = Manifest {
+            variant: "pgo+lto".into(),
+            profiles: vec!["compiler:f3a38cac059e9328130d".into()],
+            ..Manifest::default()
+        };
+        let v = deb_version("1:10.11.18-0+deb12u1", &m);
+        assert_eq!(v, "1:10.11.18-0+deb12u1+pgoforge+pgo+lto.f3a38cac");
+        assert!(is_debian_version(&v));
+        assert_eq!(upstream_of(&v), "10.11.18");
+        for bad in ["", "x1.0", "1:", "a:1.0", "1.0-", "1.0-a b", "1.0_2"] {
+            assert!(!is_debian_version(bad), "{bad}");
+        }
+        for good in ["10.11.18", "1:10.11.18-0+deb12u1", "1.0~rc1-2"] {
+            assert!(is_debian_version(good), "{good}");
+        }
+    }
+
+    #[test]
+    fn maintainer_scripts_are_valid_shell_and_use_invoke_rc_d() {
+        for (name, text) in [
+            ("preinst", preinst()),
+            ("postinst", postinst()),
+            ("postrm", postrm()),
+        ] {
+            let st = Command::new("sh")
+                .args(["-n", "-c", &text])
+                .status()
+                .unwrap();
+            assert!(st.success(), "{name}:\n{text}");
+            // lintian's maintainer-script-calls-init-script-directly is an error.
+            assert!(!text.contains("/etc/init.d"), "{name}");
+        }
+        assert!(preinst().contains("--add --rename"));
+        assert!(postrm().contains("--remove --rename"));
+        assert!(postinst().contains("ln -sf mariadbd.distrib"));
+    }
+}

@@ -1,0 +1,269 @@
+//! The .deb as a DBA uses it, on Debian's own mariadb-server and its service script, inside a
+//! throwaway overlay of this machine (tests/fixtures/deploy/isolated-root.sh): installed → the
+//! service runs the optimized server with the data intact and Debian's plugins loading; removed →
+//! Debian's binary is back; a .deb for another server version is refused with nothing changed; a
+//! .deb whose server cannot start rolls back to Debian's. The real machine is checked unchanged.
+//!
+//! The "optimized" server is a stand-in (CI builds no server): a copy of Debian's mariadbd whose
+//! version suffix is rewritten to `-pgo`, so that which binary the service runs is visible in
+//! `VERSION()`, as with a real build's `-DMYSQL_SERVER_SUFFIX=-pgo`.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use pgoforge::package::{package, DebianSource, Manifest, PackageRequest};
+use pgoforge::server::Layout;
+
+use crate::common;
+
+const DEBIAN_BINARY: &str = "/usr/sbin/mariadbd";
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/deploy")
+        .join(name)
+}
+
+fn sh(cmd: &str) -> String {
+    let out = Command::new("sh").args(["-c", cmd]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// What the real machine looks like to the test: packages, diversions, the binary, services.
+fn machine() -> Vec<String> {
+    vec![
+        sh("dpkg-query -W -f '${Package} ${Version} ${Status}\\n' 'mariadb-*' | sort"),
+        sh("dpkg-divert --list | sort"),
+        sh(&format!("sha256sum {DEBIAN_BINARY}")),
+        sh("ls /usr/sbin | grep -c mariadbd"),
+        sh("test -e /run/mysqld/mysqld.pid && echo pidfile || echo none"),
+    ]
+}
+
+/// Debian's mariadbd with its version suffix (`-0+deb12u1`) replaced by `-pgo`, NUL-padded to the
+/// same length in the binary's read-only data.
+fn relabeled_server(dir: &Path) -> PathBuf {
+    let version = sh(&format!("{DEBIAN_BINARY} --version"));
+    let full = version
+        .split_whitespace()
+        .nth(2)
+        .expect("mariadbd --version names the version");
+    let suffix = full
+        .split_once("-MariaDB")
+        .map(|(_, s)| s)
+        .expect("a MariaDB version");
+    assert!(suffix.len() >= 4, "Debian's version has a suffix: {full}");
+    let mut bytes = fs::read(DEBIAN_BINARY).unwrap();
+    let needle: Vec<u8> = [suffix.as_bytes(), b"\0"].concat();
+    let at = bytes
+        .windows(needle.len())
+        .position(|w| w == needle.as_slice())
+        .expect("the suffix string in the binary");
+    let mut patched = b"-pgo".to_vec();
+    patched.resize(needle.len(), 0);
+    bytes[at..at + needle.len()].copy_from_slice(&patched);
+    let out = dir.join("mariadbd");
+    fs::write(&out, bytes).unwrap();
+    fs::set_permissions(&out, fs::Permissions::from_mode(0o755)).unwrap();
+    out
+}
+
+/// A "server" (a real executable, built by gcc) that answers --version like the relabeled one
+/// and fails to start.
+fn broken_server(dir: &Path, version_line: &str) -> PathBuf {
+    let c = dir.join("broken.c");
+    fs::write(
+        &c,
+        format!(
+            "#include <stdio.h>\n#include <string.h>\nint main(int argc, char **argv) {{\n  for (int i = 1; i < argc; i++) if (!strcmp(argv[i], \"--version\")) {{ puts(\"{version_line}\"); return 0; }}\n  fputs(\"cannot start\\n\", stderr);\n  return 1;\n}}\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.join("mariadbd");
+    let st = Command::new("gcc")
+        .arg("-O2")
+        .arg("-o")
+        .arg(&out)
+        .arg(&c)
+        .status()
+        .expect("running gcc");
+    assert!(st.success());
+    out
+}
+
+fn tarball(binary: &Path, name: &str, fits: &str, out: &Path) -> PathBuf {
+    let layout = Layout::discover(Path::new(DEBIAN_BINARY), None, None);
+    let manifest = Manifest {
+        name: name.into(),
+        server_version: pgoforge::server::Flavor::detect(binary).unwrap().version,
+        variant: "pgo+lto".into(),
+        recipe: "mariadb-10.11".into(),
+        source: format!("Debian source package mariadb {fits} (bookworm)"),
+        compiler: "stand-in".into(),
+        profiles: vec!["compiler:0123456789abcdef".into()],
+        debian_source: Some(DebianSource {
+            package: "mariadb".into(),
+            version: fits.into(),
+            suite: "bookworm".into(),
+        }),
+        ..Manifest::default()
+    };
+    package(&PackageRequest {
+        binary,
+        layout: &layout,
+        manifest: &manifest,
+        out_dir: out,
+    })
+    .unwrap_or_else(|e| panic!("{e:#}"))
+    .path
+}
+
+fn deb(tarball: &Path, out: &Path, extra: &[&str]) -> PathBuf {
+    let mut args = vec![
+        "package".to_string(),
+        "deb".into(),
+        tarball.display().to_string(),
+        format!("--out={}", out.display()),
+        "--json".into(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let r = common::pgoforge(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    PathBuf::from(v["path"].as_str().unwrap())
+}
+
+#[test]
+fn the_deb_takes_debians_place_and_gives_it_back() {
+    assert!(
+        pgoforge::infra::is_root(),
+        "the deployment test installs packages in an isolated root: run it as root"
+    );
+    let fits = sh("dpkg-query -W -f '${Version}' mariadb-server-core");
+    assert!(
+        !fits.is_empty(),
+        "Debian's mariadb-server-core is installed"
+    );
+    let before = machine();
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path();
+    for d in ["good", "broken", "debs", "wrong"] {
+        fs::create_dir(dir.join(d)).unwrap();
+    }
+    let good_bin = relabeled_server(&dir.join("good"));
+    let version_line = sh(&format!("{} --version", good_bin.display()));
+    assert!(version_line.contains("-MariaDB-pgo "), "{version_line}");
+    let good = tarball(&good_bin, "mariadb-good", &fits, &dir.join("good"));
+    let broken_bin = broken_server(&dir.join("broken"), &version_line);
+    let broken = tarball(&broken_bin, "mariadb-broken", &fits, &dir.join("broken"));
+
+    let good_deb = deb(&good, &dir.join("debs"), &[]);
+    // Same upstream version, another Debian revision: a server package this one does not fit.
+    let other = format!("{fits}~other");
+    let wrong_deb = deb(
+        &good,
+        &dir.join("wrong"),
+        &[&format!("--for-version={other}")],
+    );
+    let broken_deb = deb(&broken, &dir.join("broken"), &[]);
+
+    // The package says what it is, and lintian finds no error in it.
+    let info = sh(&format!(
+        "dpkg-deb --field {} Version Pre-Depends",
+        good_deb.display()
+    ));
+    assert!(info.contains("+pgoforge+pgo+lto.01234567"), "{info}");
+    assert!(
+        info.contains(&format!("mariadb-server-core (= {fits})")),
+        "{info}"
+    );
+    let lint = Command::new("lintian")
+        .args(["--fail-on", "error", "--tag-display-limit", "0"])
+        .arg(&good_deb)
+        .output()
+        .expect("running lintian (apt-get install lintian)");
+    assert!(
+        lint.status.success(),
+        "lintian: {}{}",
+        String::from_utf8_lossy(&lint.stdout),
+        String::from_utf8_lossy(&lint.stderr)
+    );
+    // A tampered tarball is refused before anything is built.
+    let r = common::pgoforge(&[
+        "package",
+        "deb",
+        &dir.join("good/mariadbd").display().to_string(),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+
+    let out = dir.join("observed");
+    let st = Command::new("unshare")
+        .args(["--mount", "--pid", "--fork", "--propagation", "private"])
+        .arg(fixture("isolated-root.sh"))
+        .arg(dir)
+        .arg(fixture("scenario.sh"))
+        .arg(&out)
+        .arg(&good_deb)
+        .arg(&wrong_deb)
+        .arg(&broken_deb)
+        .status()
+        .expect("running unshare (util-linux)");
+    let log = fs::read_to_string(dir.join("observed.log")).unwrap_or_default();
+    assert!(st.success(), "the scenario failed:\n{log}");
+    let seen: BTreeMap<String, String> = fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let get = |k: &str| seen.get(k).cloned().unwrap_or_default();
+    let ctx = format!("{seen:#?}\n{log}");
+    assert_eq!(get("done"), "yes", "{ctx}");
+    let debian_sha = get("before_binary_sha");
+    let checksum = get("before_checksum");
+    assert_eq!(get("before_rows"), "5000", "{ctx}");
+    assert!(!checksum.is_empty() && checksum != "0", "{ctx}");
+    assert!(!get("before_version").ends_with("-pgo"), "{ctx}");
+    assert_eq!(get("before_exe"), DEBIAN_BINARY, "{ctx}");
+
+    // Another server version: refused by dpkg, nothing changed.
+    assert_ne!(get("wrong_dpkg_exit"), "0", "{ctx}");
+    assert_eq!(get("wrong_status"), "not-installed", "{ctx}");
+    assert_eq!(get("wrong_diversions"), "0", "{ctx}");
+    assert_eq!(get("wrong_binary_sha"), debian_sha, "{ctx}");
+    assert_eq!(get("wrong_version"), get("before_version"), "{ctx}");
+
+    // Installed: the service restarted on the optimized server, data and plugins intact.
+    assert_eq!(get("good_dpkg_exit"), "0", "{ctx}");
+    assert!(get("installed_version").ends_with("-pgo"), "{ctx}");
+    assert_eq!(get("installed_exe"), "/usr/sbin/mariadbd-pgo", "{ctx}");
+    assert_eq!(get("installed_checksum"), checksum, "{ctx}");
+    assert_eq!(get("installed_diversions"), "1", "{ctx}");
+    assert_eq!(get("installed_archive_rows"), "3", "{ctx}");
+    assert_eq!(get("installed_status"), "installed", "{ctx}");
+
+    // Removed: Debian's binary back in place and running, data intact.
+    assert_eq!(get("remove_dpkg_exit"), "0", "{ctx}");
+    assert_eq!(get("removed_version"), get("before_version"), "{ctx}");
+    assert_eq!(get("removed_exe"), DEBIAN_BINARY, "{ctx}");
+    assert_eq!(get("removed_binary_sha"), debian_sha, "{ctx}");
+    assert_eq!(get("removed_diversions"), "0", "{ctx}");
+    assert_eq!(get("removed_checksum"), checksum, "{ctx}");
+    assert_eq!(get("purge_dpkg_exit"), "0", "{ctx}");
+
+    // A server that cannot start: the install fails, Debian's binary serves again.
+    assert_ne!(get("broken_dpkg_exit"), "0", "{ctx}");
+    assert_eq!(get("broken_version"), get("before_version"), "{ctx}");
+    assert_eq!(get("broken_exe"), "/usr/sbin/mariadbd.distrib", "{ctx}");
+    assert_eq!(get("broken_checksum"), checksum, "{ctx}");
+    assert_eq!(get("broken_remove_exit"), "0", "{ctx}");
+    assert_eq!(get("cleaned_binary_sha"), debian_sha, "{ctx}");
+    assert_eq!(get("cleaned_diversions"), "0", "{ctx}");
+    assert_eq!(get("cleaned_status"), "not-installed", "{ctx}");
+
+    // And the real machine is as it was.
+    assert_eq!(machine(), before);
+}
