@@ -4,7 +4,8 @@
 # interop and performance cross-checks, and the toolchains the build tests use on the fixture project
 # (gcc; clang-22 — the LLVM whose BOLT pgoforge uses, plain `--compiler clang` — and clang-16 by
 # name, each with its profile runtime, matching llvm-profdata and lld for ThinLTO), and the default
-# recipe's build dependencies (`pgoforge run` checks them; a test checks the check). Safe to rerun.
+# recipe's build dependencies (`pgoforge run` checks them; a test checks the check), and lintian (the
+# .deb test checks the package with it). Safe to rerun.
 set -euo pipefail
 
 MARIADB_VERSION="1:10.11.18-0+deb12u1"
@@ -36,7 +37,7 @@ done
 $SUDO apt-get install -y -q --allow-downgrades --no-install-recommends \
   "${pkgs[@]}" sysbench procps build-essential pkg-config \
   cmake binutils clang-16 llvm-16 lld-16 libclang-rt-16-dev \
-  clang-22 llvm-22 lld-22 libclang-rt-22-dev bolt-22 zstd dpkg-dev valgrind \
+  clang-22 llvm-22 lld-22 libclang-rt-22-dev bolt-22 zstd dpkg-dev lintian valgrind \
   bison libssl-dev zlib1g-dev libpcre2-dev libfmt-dev libncurses-dev libaio-dev liburing-dev libxml2-dev
 
 # The package's own service may have been started despite policy-rc.d on some images; tests start
