@@ -60,6 +60,12 @@ mod tests {
             "{e}"
         );
         drop(first);
-        WorkLock::acquire(t.path()).unwrap();
+        // Another test thread that forks in that instant holds a copy of the descriptor (and so
+        // the flock) until its child execs; the lock is free once that copy closes.
+        let t0 = std::time::Instant::now();
+        while let Err(e) = WorkLock::acquire(t.path()) {
+            assert!(t0.elapsed().as_secs() < 5, "the lock stayed held: {e}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 }
