@@ -213,7 +213,7 @@ fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_
         ],
         "{text}"
     );
-    // The baseline stand-in is stopped half the time; the pgo one is not: measurably faster, packaged.
+    // The baseline stand-in is stopped 3/4 of the time; the pgo one is not: measurably faster, packaged.
     assert_eq!(out.winner.as_deref(), Some("pgo"), "{:?}", report.cells);
     let pkg = out.package.as_ref().expect("the winner is packaged");
     assert!(pkg.path.is_file());
