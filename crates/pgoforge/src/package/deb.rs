@@ -326,10 +326,18 @@ fn service_functions() -> String {
         r#"running() {{
     invoke-rc.d --quiet {SERVICE} status >/dev/null 2>&1
 }}
-# The binary the running server executes (the pid file of Debian's my.cnf).
+# The binary the running server executes: systemd's main pid of the service, else the pid file
+# the server's configuration names (Debian's default /run/mysqld/mysqld.pid).
 server_exe() {{
-    pid=$(cat /run/mysqld/mysqld.pid 2>/dev/null) || return 0
-    readlink "/proc/$pid/exe" 2>/dev/null || true
+    pid=
+    if [ -d /run/systemd/system ]; then
+        pid=$(systemctl show -p MainPID --value {SERVICE} 2>/dev/null || true)
+    fi
+    if [ -z "$pid" ] || [ "$pid" = 0 ]; then
+        pidfile=$(mariadbd --print-defaults 2>/dev/null | tr ' ' '\n' | sed -n 's/^--pid-file=//p' | tail -n 1)
+        pid=$(cat "${{pidfile:-/run/mysqld/mysqld.pid}}" 2>/dev/null || true)
+    fi
+    [ -n "$pid" ] && readlink "/proc/$pid/exe" 2>/dev/null || true
 }}
 "#
     )
