@@ -11,7 +11,7 @@ use pgoforge::bench::spec::BenchSpec;
 use pgoforge::infra::exit::Refuse;
 use pgoforge::infra::lock::WorkLock;
 use pgoforge::pipeline::stages::SourceStage;
-use pgoforge::profile::train::{Mix, Phases};
+use pgoforge::profile::train::{Mix, NamedMix, Phases, DEFAULT_MIX};
 use pgoforge::recipe::{Recipe, DEFAULT};
 use pgoforge::server::ServerConfig;
 use pgoforge::toolchain::{Compiler, FlagFamily};
@@ -150,8 +150,9 @@ const DEFAULT_MAX_ROUNDS: u32 = 30;
 /// What a benchmark measures; unset values come from the standard (or --quick) specification.
 #[derive(Args, Clone, Debug, Default)]
 pub struct BenchSpecArgs {
-    /// Benchmark workloads, comma-separated [point_select, read_only, read_write, tpcc; --quick: the
-    /// first two]; tpcc runs sysbench-tpcc on one warehouse beside the OLTP tables.
+    /// Benchmark workloads, comma-separated [point_select, read_only, read_write, tpcc,
+    /// select_random_ranges (held out of the default training); --quick: the first two; --matrix:
+    /// the first four]; tpcc runs sysbench-tpcc on one warehouse beside the OLTP tables.
     #[arg(long, value_delimiter = ',', value_parser = parse_bench_workload)]
     pub workloads: Vec<TestName>,
     /// Benchmark client threads, comma-separated [4].
@@ -312,6 +313,19 @@ impl MixArgs {
         }
         Ok(m)
     }
+
+    /// The mix to train on when no `--train-mix` names one: `--mix` as given, the quick mix, or
+    /// else the default union of the OLTP mix and tpcc ([`DEFAULT_MIX`]).
+    pub fn default_named(&self, quick: bool) -> Result<NamedMix, String> {
+        let base = self.mix(quick)?;
+        if quick || self.mix.is_some() {
+            return Ok(NamedMix {
+                name: "oltp".into(),
+                mix: base,
+            });
+        }
+        NamedMix::parse(DEFAULT_MIX, &base)
+    }
 }
 
 /// The training mix of `train` and `bolt`: `--mix`, `--quick`, and the dataset's size under both
@@ -353,13 +367,15 @@ impl TrainingArgs {
             .refused()
     }
 
+    /// The mix to train on: `--mix`, the quick mix, or the default union ([`DEFAULT_MIX`]).
     pub fn mix(&self) -> Result<Mix, String> {
-        MixArgs {
+        Ok(MixArgs {
             train_tables: self.mix.train_tables.or(self.tables),
             train_table_size: self.mix.train_table_size.or(self.table_size),
             ..self.mix.clone()
         }
-        .mix(self.quick)
+        .default_named(self.quick)?
+        .mix)
     }
 }
 

@@ -46,7 +46,8 @@ pub struct RunArgs {
     /// A training mix (repeatable; several make a train × evaluate matrix, each contender named
     /// VARIANT@MIX): oltp (the standard mix, or --mix), tpcc (sysbench-tpcc for 300 s), replay
     /// (--replay-file for 300 s), a union such as oltp+tpcc (their phases one after the other),
-    /// or NAME=PHASES (test[@text][:seconds[:threads]], comma-separated) [oltp].
+    /// or NAME=PHASES (test[@text][:seconds[:threads]], comma-separated) [oltp+tpcc, about ten
+    /// minutes; oltp alone with --mix or --quick].
     #[arg(long = "train-mix", value_name = "MIX")]
     train_mix: Vec<String>,
     /// Build X separately when X and X+bolt are both listed (instead of X being the bolt-ready
@@ -145,7 +146,8 @@ fn default_variants(quick: bool, matrix: bool) -> Vec<Variant> {
         .collect()
 }
 
-/// The mixes of `--train-mix` (or of `--matrix`), named; `oltp` alone when none is given.
+/// The mixes of `--train-mix` (or of `--matrix`), named; the default ([`MixArgs::default_named`])
+/// when none is given.
 fn training_mixes(a: &RunArgs, oltp: &Mix) -> Result<Vec<NamedMix>, String> {
     let names: Vec<String> = if !a.train_mix.is_empty() {
         a.train_mix.clone()
@@ -157,7 +159,9 @@ fn training_mixes(a: &RunArgs, oltp: &Mix) -> Result<Vec<NamedMix>, String> {
         }
         v
     } else {
-        vec!["oltp".into()]
+        let mut m = a.mix.default_named(a.quick)?;
+        m.mix.replay = oltp.replay.clone();
+        return Ok(vec![m]);
     };
     names
         .iter()

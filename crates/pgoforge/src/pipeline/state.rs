@@ -106,24 +106,74 @@ impl Tracker {
         });
     }
 
+    /// Records `r` as `name`'s work. The record it replaces, if of other inputs, stays findable
+    /// under `NAME [INPUTS]` ([`Tracker::recorded`]): a run that goes back to those inputs
+    /// (`--train-mix oltp` after the default mix, a variant list changed back) reuses that work
+    /// instead of training or building again.
+    fn record(&mut self, name: &str, r: StageRecord) {
+        let inputs = r.inputs.clone();
+        if let Some(old) = self.state.stages.insert(name.to_string(), r) {
+            if old.inputs != inputs {
+                self.state
+                    .stages
+                    .insert(format!("{name} [{}]", old.inputs), old);
+            }
+        }
+    }
+
+    /// A usable record of `s`'s work: under its own name, or else under another name of the same
+    /// kind with the same inputs — a stage renamed by a change of role, e.g. the matrix's
+    /// `train @oltp+tpcc` that became a default run's `train` when the union became the default
+    /// mix (the key is everything the output depends on, the name is not part of it).
+    fn recorded<S: Stage>(
+        &self,
+        s: &S,
+        name: &str,
+        key: &str,
+    ) -> Option<(String, StageRecord, S::Output)> {
+        let kind = |n: &str| n.split(' ').next().unwrap_or_default().to_string();
+        let own = self.state.stages.get(name).map(|r| (name.to_string(), r));
+        let others = self
+            .state
+            .stages
+            .iter()
+            .filter(|(n, _)| n.as_str() != name && kind(n) == kind(name))
+            .map(|(n, r)| (n.clone(), r));
+        own.into_iter()
+            .chain(others)
+            .filter(|(_, r)| r.inputs == key)
+            .find_map(|(n, r)| {
+                let out = serde_json::from_value::<S::Output>(r.output.clone()).ok()?;
+                s.still_valid(&out).then(|| (n, r.clone(), out))
+            })
+    }
+
     /// Runs `s` unless a record with the same key exists and the stage accepts its output; records
     /// what it made. A failed stage is not recorded.
     pub fn run<S: Stage>(&mut self, s: &S, cx: &Ctx) -> Result<S::Output> {
         let name = s.name().to_string();
         let key = s.key().with_context(|| format!("stage {name}"))?;
         let t0 = Instant::now();
-        if let Some(r) = self.state.stages.get(&name).filter(|r| r.inputs == key) {
-            if let Ok(out) = serde_json::from_value::<S::Output>(r.output.clone()) {
-                if s.still_valid(&out) {
-                    let work_seconds = r.seconds;
-                    cx.reporter.event(Event::StageReused {
-                        stage: name.clone(),
-                        work_seconds,
-                    });
-                    self.timing(&name, t0.elapsed().as_secs_f64(), work_seconds, true);
-                    return Ok(out);
+        if let Some((found, r, out)) = self.recorded::<S>(s, &name, &key) {
+            let work_seconds = r.seconds;
+            if found != name {
+                // Remembered under this name again, so the next run finds it directly.
+                if found.starts_with(&format!("{name} [")) {
+                    self.state.stages.remove(&found);
                 }
+                self.record(&name, r);
+                self.save()?;
+                cx.reporter.message(
+                    &name,
+                    &format!("the same work was done as stage '{found}': its output is reused"),
+                );
             }
+            cx.reporter.event(Event::StageReused {
+                stage: name.clone(),
+                work_seconds,
+            });
+            self.timing(&name, t0.elapsed().as_secs_f64(), work_seconds, true);
+            return Ok(out);
         }
         cx.reporter.event(Event::StageStarted {
             stage: name.clone(),
@@ -143,15 +193,13 @@ impl Tracker {
             Made::New(out) => (out, seconds, false),
             Made::Found { out, work_seconds } => (out, work_seconds, true),
         };
-        self.state.stages.insert(
-            name.clone(),
-            StageRecord {
-                inputs: key,
-                seconds: work_seconds,
-                finished: crate::infra::time::now_secs(),
-                output: serde_json::to_value(&out)?,
-            },
-        );
+        let record = StageRecord {
+            inputs: key,
+            seconds: work_seconds,
+            finished: crate::infra::time::now_secs(),
+            output: serde_json::to_value(&out)?,
+        };
+        self.record(&name, record);
         self.save()?;
         cx.reporter.event(if reused {
             Event::StageReused {
@@ -182,12 +230,13 @@ mod tests {
         runs: &'a Cell<u32>,
         valid: bool,
         fail: bool,
+        id: StageId,
     }
 
     impl Stage for Double<'_> {
         type Output = u32;
         fn name(&self) -> StageId {
-            StageId::Seed
+            self.id.clone()
         }
         fn key(&self) -> Result<String> {
             inputs_hash(&self.input)
@@ -218,6 +267,7 @@ mod tests {
             runs: &runs,
             valid: true,
             fail: false,
+            id: StageId::Seed,
         };
         let mut tr = Tracker::open(t.path()).unwrap();
         assert_eq!(tr.run(&stage(3), &cx).unwrap(), 6);
@@ -253,6 +303,7 @@ mod tests {
             runs: &runs,
             valid: true,
             fail: true,
+            id: StageId::Seed,
         };
         let e = tr.run(&failing, &cx).unwrap_err();
         assert!(format!("{e:#}").contains("stage seed failed: disk full"));
@@ -269,5 +320,49 @@ mod tests {
         fs::write(Tracker::state_path(t.path()), "{torn").unwrap();
         let e = Tracker::open(t.path()).err().unwrap();
         assert!(format!("{e:#}").contains("move it away"), "{e:#}");
+    }
+
+    /// A stage whose name changed (a matrix's `train @oltp+tpcc` becoming a default run's
+    /// `train`) finds the work recorded under the old name when its inputs are the same; a stage
+    /// of another kind with the same inputs, or the same kind with other inputs, does not.
+    #[test]
+    fn a_renamed_stage_finds_its_work_under_the_old_name() {
+        let t = tempfile::tempdir().unwrap();
+        let events = Collect::default();
+        let cx = Ctx {
+            work: t.path(),
+            reporter: &events,
+        };
+        let runs = Cell::new(0);
+        let stage = |input, id| Double {
+            input,
+            runs: &runs,
+            valid: true,
+            fail: false,
+            id,
+        };
+        let mut tr = Tracker::open(t.path()).unwrap();
+        tr.run(&stage(3, StageId::TrainOn("oltp+tpcc".into())), &cx)
+            .unwrap();
+        let mut tr = Tracker::open(t.path()).unwrap();
+        assert_eq!(tr.run(&stage(3, StageId::Train(None)), &cx).unwrap(), 6);
+        assert_eq!(runs.get(), 1, "the same inputs under the old name: reused");
+        assert!(tr.state().stages.contains_key("train"), "recorded anew");
+        assert!(events
+            .lines()
+            .iter()
+            .any(|l| l.contains("the same work was done as stage 'train @oltp+tpcc'")));
+        tr.run(&stage(4, StageId::Train(Some("x".into()))), &cx)
+            .unwrap();
+        assert_eq!(runs.get(), 2, "other inputs: runs");
+        tr.run(&stage(3, StageId::Gate), &cx).unwrap();
+        assert_eq!(runs.get(), 3, "another kind of stage: runs");
+        // Going back and forth between inputs under one name does the work once per input.
+        tr.run(&stage(5, StageId::Train(None)), &cx).unwrap();
+        assert_eq!(runs.get(), 4);
+        let mut tr = Tracker::open(t.path()).unwrap();
+        assert_eq!(tr.run(&stage(3, StageId::Train(None)), &cx).unwrap(), 6);
+        assert_eq!(tr.run(&stage(5, StageId::Train(None)), &cx).unwrap(), 10);
+        assert_eq!(runs.get(), 4, "superseded work is kept and found");
     }
 }

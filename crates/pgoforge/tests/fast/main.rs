@@ -2,5 +2,6 @@
 //! byte for byte, and the architecture's rules. `cargo test --workspace --lib --test fast`.
 
 mod architecture;
+mod defaults;
 mod formats;
 mod reports;

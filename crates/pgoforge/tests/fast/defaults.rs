@@ -1,0 +1,93 @@
+//! The defaults a plain `pgoforge run` resolves to, as its plan shows them: the training mix the
+//! train × evaluate matrix chose, and a benchmark workload that training never runs (the
+//! held-out check). `--plan` fetches, builds and starts nothing.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn plan(extra: &[&str]) -> Value {
+    let w = tempfile::tempdir().expect("a temporary directory");
+    let out = Command::new(env!("CARGO_BIN_EXE_pgoforge"))
+        .args(["run", "--plan", "--work-dir"])
+        .arg(w.path())
+        .args(extra)
+        .output()
+        .expect("pgoforge runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the plan is JSON")
+}
+
+fn mixes(p: &Value) -> Vec<(String, Vec<String>)> {
+    p["request"]["mixes"]
+        .as_array()
+        .expect("mixes")
+        .iter()
+        .map(|m| {
+            let tests = m["mix"]["phases"]
+                .as_array()
+                .expect("phases")
+                .iter()
+                .map(|ph| ph["test"].as_str().expect("a test").to_string())
+                .collect();
+            (m["name"].as_str().expect("a name").to_string(), tests)
+        })
+        .collect()
+}
+
+fn workloads(p: &Value) -> Vec<String> {
+    p["request"]["bench"]["workloads"]
+        .as_array()
+        .expect("workloads")
+        .iter()
+        .map(|w| w.as_str().expect("a workload").to_string())
+        .collect()
+}
+
+#[test]
+fn the_default_run_trains_on_oltp_and_tpcc_and_holds_out_select_random_ranges() {
+    let p = plan(&[]);
+    let m = mixes(&p);
+    assert_eq!(m.len(), 1);
+    assert_eq!(m[0].0, "oltp+tpcc");
+    assert_eq!(
+        m[0].1.first().map(String::as_str),
+        Some("oltp_point_select")
+    );
+    assert_eq!(m[0].1.last().map(String::as_str), Some("tpcc"));
+    let w = workloads(&p);
+    assert!(w.contains(&"tpcc".to_string()), "{w:?}");
+    let held: Vec<&String> = w.iter().filter(|x| !m[0].1.contains(x)).collect();
+    assert_eq!(held, ["select_random_ranges"], "held out: {held:?}");
+}
+
+#[test]
+fn the_oltp_mix_alone_stays_one_option_away_and_quick_and_mix_keep_it() {
+    for extra in [
+        &["--train-mix", "oltp"][..],
+        &["--quick"][..],
+        &["--mix", "oltp_point_select:30"][..],
+    ] {
+        let m = mixes(&plan(extra));
+        assert_eq!(m.len(), 1, "{extra:?}");
+        assert_eq!(m[0].0, "oltp", "{extra:?}");
+        assert!(!m[0].1.contains(&"tpcc".to_string()), "{extra:?}: {m:?}");
+    }
+    // The matrix keeps its three mixes and its four workloads.
+    let p = plan(&["--matrix"]);
+    let names: Vec<String> = mixes(&p).into_iter().map(|m| m.0).collect();
+    assert_eq!(names, ["oltp", "tpcc", "oltp+tpcc"]);
+    assert_eq!(
+        workloads(&p),
+        [
+            "oltp_point_select",
+            "oltp_read_only",
+            "oltp_read_write",
+            "tpcc"
+        ]
+    );
+}
