@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what pgoforge's test suite needs on Debian 12: a MariaDB server from Debian's packages
-# (pinned to 10.11.18, the version whose source the default recipe builds), real sysbench for the
+# (pinned to 10.11.19, the version whose source the default recipe builds: recipes/mariadb-10.11.toml), real sysbench for the
 # interop and performance cross-checks, and the toolchains the build tests use on the fixture project
 # (gcc; clang-22 — the LLVM whose BOLT pgoforge uses, plain `--compiler clang` — and clang-16 by
 # name, each with its profile runtime, matching llvm-profdata and lld for ThinLTO), and the default
@@ -8,7 +8,10 @@
 # .deb test checks the package with it). Safe to rerun.
 set -euo pipefail
 
-MARIADB_VERSION="1:10.11.18-0+deb12u1"
+# The default recipe's [source] version; tests/fast/defaults.rs checks they agree. When the
+# archive no longer serves it (a Debian point release moves the security release into the
+# suite), apt-get below fails naming it: move both pins to the version doctor names.
+MARIADB_VERSION="1:10.11.19-0+deb12u1"
 
 if [ "$(id -u)" -ne 0 ]; then
   SUDO=sudo

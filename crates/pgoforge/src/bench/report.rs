@@ -129,6 +129,10 @@ pub struct Report {
     /// This run's own noise, from its A/A control (absent without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub own_noise: Option<OwnNoise>,
+    /// The source's Debian release against what the distribution served when the run started
+    /// (`pgoforge run` on a Debian recipe; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_release: Option<crate::source::release::ReleaseCheck>,
 }
 
 /// What the A/A control (the baseline served again, interleaved like every contender) says
@@ -548,6 +552,7 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
     let rounds_found = records.iter().map(|r| r.round).max().unwrap_or(0);
     Ok(Report {
         gate: crate::gate::mtr::read_copy(dir)?,
+        source_release: crate::source::release::read_copy(dir)?,
         environment: environment(dir, &records),
         cachegrind: super::cachegrind::read_records(dir)?,
         orders: orders(&records),
@@ -1046,6 +1051,7 @@ mod tests {
             held_out: Some(h),
             own_noise: None,
             per_second_cv: None,
+            source_release: None,
         };
         let t = crate::bench::export::matrix::table(&r).unwrap();
         assert_eq!(
@@ -1082,6 +1088,26 @@ mod tests {
         plain.plan.training.clear();
         assert!(crate::bench::export::matrix::table(&plain).is_none());
         assert!(!crate::bench::export::text::text(&plain).contains("Train × evaluate matrix"));
+
+        // A run of a source Debian has a newer release of says so first, in every format.
+        let rel = |v: &str, s: &str| crate::source::release::Release {
+            version: v.into(),
+            suite: s.into(),
+        };
+        plain.source_release = Some(crate::source::release::ReleaseCheck {
+            package: "mariadb".into(),
+            building: "1:10.11.18-0+deb12u1".into(),
+            server_package: "mariadb-server-core".into(),
+            available: vec![rel("1:10.11.19-0+deb12u1", "bookworm-security")],
+            installed: None,
+            unchecked: None,
+        });
+        let says = "this run builds mariadb 1:10.11.18-0+deb12u1, but Debian serves a newer release, 1:10.11.19-0+deb12u1 (bookworm-security)";
+        assert!(crate::bench::export::text::text(&plain).contains(&format!("warning: {says}")));
+        let md = crate::bench::export::markdown::render(&crate::bench::export::document::document(
+            &plain,
+        ));
+        assert!(md.contains(says), "{md}");
     }
 
     #[test]

@@ -64,11 +64,35 @@ pub struct SourceArgs {
     /// The sha256 of --source (required for URLs; checked for tarballs when given).
     #[arg(long)]
     pub sha256: Option<String>,
+    /// Another version of a Debian recipe's source package: a Debian version
+    /// (1:10.11.19-0+deb12u1), or `newest` — the newest release apt's lists offer in the recipe's
+    /// suite, its -security and -updates suites (resolved now, recorded in the plan, the build
+    /// keys and the package's manifest) [the recipe's pinned version].
+    #[arg(
+        long = "source-version",
+        value_name = "VERSION|newest",
+        conflicts_with = "source"
+    )]
+    pub source_version: Option<String>,
 }
 
 impl SourceArgs {
+    /// The recipe, at `--source-version` when given.
     pub fn recipe(&self) -> Result<Recipe> {
-        Recipe::load(&self.recipe).refused()
+        let r = Recipe::load(&self.recipe).refused()?;
+        let Some(v) = &self.source_version else {
+            return Ok(r);
+        };
+        let version = if v == "newest" {
+            let n = pgoforge::source::release::newest(&r.source)
+                .map_err(anyhow::Error::msg)
+                .refused()?;
+            eprintln!("--source-version newest: {} ({})", n.version, n.suite);
+            n.version
+        } else {
+            v.clone()
+        };
+        r.with_source_version(&version).refused()
     }
 
     /// The source stage for `recipe` with these arguments.

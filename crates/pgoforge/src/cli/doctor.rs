@@ -3,8 +3,10 @@
 
 use anyhow::Result;
 use clap::Args;
+use pgoforge::infra::exit::Refuse;
 use pgoforge::infra::tools::{Env, Need, Probed, BOLT_PACKAGE};
 use pgoforge::recipe::{Recipe, DEFAULT};
+use pgoforge::source::release::{self, ReleaseCheck};
 use pgoforge::toolchain::{Bolt, Compiler};
 
 #[derive(Args)]
@@ -12,6 +14,41 @@ pub struct DoctorArgs {
     /// Print the table as JSON.
     #[arg(long)]
     json: bool,
+    /// The recipe whose source release to check against what Debian serves and what is
+    /// installed (`pgoforge recipes`).
+    #[arg(long, default_value = DEFAULT)]
+    recipe: String,
+}
+
+/// The recipe's source release, as `source::release` sees it, in lines for the terminal.
+fn release_lines(recipe: &str, c: &ReleaseCheck) -> Vec<String> {
+    let mut v = vec![format!(
+        "Source (recipe {recipe}):\n  builds     {} {}",
+        c.package, c.building
+    )];
+    let newest = c
+        .available
+        .iter()
+        .max_by(|a, b| release::compare(&a.version, &b.version));
+    if let Some(n) = newest {
+        v.push(format!(
+            "  newest     {} ({}){}",
+            n.version,
+            n.suite,
+            if c.newer().is_some() {
+                ""
+            } else {
+                ": the one built"
+            }
+        ));
+    }
+    v.push(format!(
+        "  installed  {} {}",
+        c.server_package,
+        c.installed.as_deref().unwrap_or("(not installed)")
+    ));
+    v.extend(c.warnings().into_iter().map(|w| format!("  warning: {w}")));
+    v
 }
 
 fn probed(
@@ -111,10 +148,21 @@ fn environment() -> Result<Env> {
 
 pub fn main(a: DoctorArgs) -> Result<i32> {
     let env = environment()?;
+    let recipe = Recipe::load(&a.recipe).refused()?;
+    let source_release = release::check(&recipe.source);
     let missing_required = env.missing_required();
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&env)?);
+        let mut v = serde_json::to_value(&env)?;
+        if let (Some(o), Some(c)) = (v.as_object_mut(), &source_release) {
+            o.insert("source_release".into(), serde_json::to_value(c)?);
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(i32::from(!missing_required.is_empty()));
+    }
+    if let Some(c) = &source_release {
+        for l in release_lines(&recipe.name, c) {
+            println!("{l}");
+        }
     }
     for need in [Need::Required, Need::Optional] {
         println!(

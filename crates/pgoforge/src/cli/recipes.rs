@@ -25,6 +25,7 @@ pub fn main(a: RecipesArgs) -> Result<i32> {
                 package,
                 version,
                 suite,
+                ..
             } => format!("Debian source {package} {version} ({suite})"),
             SourceSpec::User { .. } => "your tarball (--source)".into(),
             SourceSpec::Url { url, .. } => url.clone(),

@@ -270,9 +270,15 @@ pub fn main(a: RunArgs) -> Result<i32> {
         }),
         mtr_tests: a.mtr_suite.clone(),
     };
-    let plan = RunPlan::resolve(request, &Env::probe())?;
+    let mut plan = RunPlan::resolve(request, &Env::probe())?;
+    if a.source.source.is_none() {
+        plan.source_release = pgoforge::source::release::check(&plan.request.recipe.source);
+    }
     if a.plan {
         println!("{}", serde_json::to_string_pretty(&plan)?);
+        for w in plan.source_release.iter().flat_map(|c| c.warnings()) {
+            eprintln!("warning: {w}");
+        }
         return Ok(0);
     }
     pgoforge::infra::interrupt::install(Some(INTERRUPTED));

@@ -32,13 +32,7 @@ pub struct Gain {
 
 pub mod deb;
 
-/// The Debian source package a server was built from (Debian-sourced recipes).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DebianSource {
-    pub package: String,
-    pub version: String,
-    pub suite: String,
-}
+pub use crate::source::DebianSource;
 
 /// How the packaged server was made.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

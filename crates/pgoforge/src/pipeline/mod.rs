@@ -50,6 +50,11 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
     };
     let mut t = Tracker::open(&work)?;
     let src = t.run(&source_stage(req), &cx)?;
+    let mut warnings = Vec::new();
+    for w in plan.source_release.iter().flat_map(|c| c.warnings()) {
+        reporter.message("source", &format!("warning: {w}"));
+        warnings.push(w);
+    }
     let given = given_profile(plan, &src)?;
     deps::check_space(&work, unfinished_builds(plan, &src, given.as_ref(), &work))?;
     let baseline = t.run(
@@ -60,7 +65,6 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
         Some(p) => vec![p],
         None => train_profiles(plan, &src, &baseline, &mut t, &cx)?,
     };
-    let mut warnings = Vec::new();
     let mut contenders =
         build_contenders(plan, &src, &baseline, &profiles, &mut t, &cx, &mut warnings)?;
     contenders.extend(outside_contenders(req)?);
@@ -80,6 +84,10 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
     if let Some(g) = &mtr {
         // The report shows the gate beside the numbers it let through.
         crate::infra::fs::write_json(&crate::gate::mtr::copy_in_run_dir(&run_dir), g)?;
+    }
+    if let Some(c) = &plan.source_release {
+        // And which release was measured, against what the distribution served then.
+        crate::infra::fs::write_json(&crate::source::release::copy_in_run_dir(&run_dir), c)?;
     }
     if req.cachegrind {
         t.run(&cachegrind_stage(plan, &bench.plan, &run_dir), &cx)?;

@@ -186,20 +186,25 @@ pub fn package_contender(
         pgoforge_version: env!("CARGO_PKG_VERSION").into(),
         created: crate::infra::time::now_secs(),
         binary_note: String::new(),
-        debian_source: crate::recipe::Recipe::load(&outcome.recipe)
-            .ok()
-            .and_then(|r| match r.source {
-                crate::recipe::SourceSpec::Debian {
-                    package,
-                    version,
-                    suite,
-                } => Some(package::DebianSource {
-                    package,
-                    version,
-                    suite,
-                }),
-                _ => None,
-            }),
+        // What was fetched (a --source-version may differ from the recipe's); runs recorded
+        // before the source carried it fall back to the recipe, which was all they could build.
+        debian_source: outcome.source.debian.clone().or_else(|| {
+            crate::recipe::Recipe::load(&outcome.recipe)
+                .ok()
+                .and_then(|r| match r.source {
+                    crate::recipe::SourceSpec::Debian {
+                        package,
+                        version,
+                        suite,
+                        ..
+                    } => Some(package::DebianSource {
+                        package,
+                        version,
+                        suite,
+                    }),
+                    _ => None,
+                })
+        }),
     };
     package::package(&PackageRequest {
         binary: &c.binary,

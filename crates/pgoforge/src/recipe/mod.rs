@@ -59,6 +59,12 @@ pub enum SourceSpec {
         package: String,
         version: String,
         suite: String,
+        /// The server's binary package built from this source (`mariadb-server-core`): apt's
+        /// lists show its versions, so `doctor`, `run --plan` and the report can say when the
+        /// distribution serves a newer release (a security fix) than `version`, or another
+        /// version is installed (`source::release`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server_package: Option<String>,
     },
     /// A tarball or directory the user passes with `--source`.
     User { hint: String },
@@ -156,6 +162,29 @@ fn is_debian_package(s: &str) -> bool {
 }
 
 impl Recipe {
+    /// The recipe building `version` of its Debian source package instead of the one it pins
+    /// (`--source-version`): the same build, checked as a recipe's own version is; its
+    /// description says which version it builds.
+    pub fn with_source_version(mut self, version: &str) -> Result<Recipe> {
+        let SourceSpec::Debian { version: v, .. } = &mut self.source else {
+            bail!(
+                "--source-version applies to recipes built from a Debian source package; recipe {} \
+                 is not (give another source with --source)",
+                self.name
+            );
+        };
+        if v != version {
+            *v = version.to_string();
+            self.description = format!(
+                "{} — built at {version} (--source-version)",
+                self.description
+            );
+        }
+        self.check()
+            .with_context(|| format!("--source-version {}", version.escape_debug()))?;
+        Ok(self)
+    }
+
     /// Values that reach file names, apt (as root) and /etc/apt must be what they claim to be.
     fn check(&self) -> Result<()> {
         if !is_safe_name(&self.name) {
@@ -174,8 +203,15 @@ impl Recipe {
             package,
             version,
             suite,
+            server_package,
         } = &self.source
         {
+            if let Some(p) = server_package.as_ref().filter(|p| !is_debian_package(p)) {
+                bail!(
+                    "source.server_package '{}' is not a Debian package name",
+                    p.escape_debug()
+                );
+            }
             if !is_debian_package(package) {
                 bail!(
                     "source.package '{}' is not a Debian package name",
@@ -255,6 +291,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn another_source_version_is_checked_and_described_and_only_for_debian_sources() {
+        let d = Recipe::embedded(DEFAULT).unwrap();
+        let r = d
+            .clone()
+            .with_source_version("1:10.11.20-0+deb12u1")
+            .unwrap();
+        assert!(
+            matches!(r.source, SourceSpec::Debian { ref version, .. } if version == "1:10.11.20-0+deb12u1")
+        );
+        assert!(r
+            .description
+            .ends_with("built at 1:10.11.20-0+deb12u1 (--source-version)"));
+        let e = d.clone().with_source_version("1.0 -o Dir=/").unwrap_err();
+        assert!(
+            format!("{e:#}").contains("is not a Debian version"),
+            "{e:#}"
+        );
+        let user = Recipe::embedded("mysql-9.7").unwrap();
+        if !matches!(user.source, SourceSpec::Debian { .. }) {
+            let e = user.with_source_version("1").unwrap_err();
+            assert!(format!("{e:#}").contains("applies to recipes built from a Debian source"));
+        }
+    }
+
+    #[test]
     fn every_embedded_recipe_parses() {
         for n in Recipe::embedded_names() {
             let r = Recipe::embedded(n).unwrap();
@@ -262,8 +323,23 @@ mod tests {
             assert!(!r.build.targets.is_empty());
         }
         let d = Recipe::embedded(DEFAULT).unwrap();
+        // The test dependencies install Debian's server at the version the default recipe
+        // builds: the deploy test's .deb fits it, and Debian's binary as a contender is the
+        // same release.
+        let script = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/install-test-deps.sh"),
+        )
+        .unwrap();
+        let pinned = script
+            .lines()
+            .find_map(|l| l.strip_prefix("MARIADB_VERSION=\""))
+            .and_then(|l| l.strip_suffix('"'))
+            .expect("install-test-deps.sh pins MARIADB_VERSION");
         assert!(
-            matches!(d.source, SourceSpec::Debian { ref version, .. } if version == "1:10.11.18-0+deb12u1")
+            matches!(d.source, SourceSpec::Debian { ref version, ref server_package, .. }
+                if version == pinned && server_package.as_deref() == Some("mariadb-server-core")),
+            "the default recipe builds {:?}; install-test-deps.sh installs {pinned}",
+            d.source
         );
         assert!(d
             .build

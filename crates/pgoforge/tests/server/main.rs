@@ -10,6 +10,7 @@ mod bench;
 mod cli_oltp;
 mod deploy;
 mod interop;
+mod release;
 mod replay;
 mod server;
 mod tpcc;

@@ -136,16 +136,17 @@ fn results(r: &Report) -> Table {
     Table { header, rows }
 }
 
-/// Every warning of the report, one line each.
+/// Every warning of the report, one line each: the source's release first (what was built
+/// at all), then the cells'.
 pub fn warnings(r: &Report) -> Vec<String> {
-    r.cells
-        .iter()
-        .flat_map(|c| {
+    let source = r.source_release.iter().flat_map(|c| c.warnings());
+    source
+        .chain(r.cells.iter().flat_map(|c| {
             c.warnings
                 .iter()
                 .chain(c.tps_vs_baseline.iter().flat_map(|v| v.warnings.iter()))
                 .map(move |w| format!("{} {} {}: {w}", c.contender, c.workload, c.threads))
-        })
+        }))
         .collect()
 }
 

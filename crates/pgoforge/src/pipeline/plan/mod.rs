@@ -158,6 +158,10 @@ pub struct RunPlan {
     /// The BOLT the +bolt variants use.
     #[serde(skip)]
     pub bolt: Option<Bolt>,
+    /// The recipe's Debian version against the releases apt's lists offer and the installed
+    /// server (`source::release`; absent for other sources, and when the caller did not look).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_release: Option<crate::source::release::ReleaseCheck>,
 }
 
 impl RunPlan {
@@ -321,6 +325,7 @@ impl RunPlan {
             contenders,
             stages,
             bolt: env.bolt.clone(),
+            source_release: None,
         })
     }
 
