@@ -10,6 +10,7 @@
 //! | 3 | the correctness gate stopped a variant (different checksums, or a regression test) |
 //! | 4 | no variant measurably beat the baseline: the run finished, nothing was packaged |
 //! | 5 | the host was too noisy to benchmark (per-second throughput too erratic; `--allow-noisy`) |
+//! | 6 | a package failed verification (`package verify`: hashes, version, deployment files, start) |
 //! | 75 | the machine was too busy to benchmark (EX_TEMPFAIL: rerun when it is quiet) |
 
 /// An exit status with a meaning (the table above).
@@ -21,6 +22,8 @@ pub enum ExitStatus {
     GateStopped,
     NoWinner,
     Noisy,
+    /// `package verify` found the package damaged, altered or not starting.
+    VerifyFailed,
     Busy,
 }
 
@@ -33,6 +36,7 @@ impl ExitStatus {
             ExitStatus::GateStopped => 3,
             ExitStatus::NoWinner => 4,
             ExitStatus::Noisy => 5,
+            ExitStatus::VerifyFailed => 6,
             ExitStatus::Busy => 75,
         }
     }

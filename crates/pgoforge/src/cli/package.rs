@@ -47,6 +47,20 @@ struct DebOpts {
 
 #[derive(Subcommand)]
 enum FromTarball {
+    /// Check a package against its manifest, on any host (no build tree needed): every file
+    /// against SHA256SUMS, the server's version, the deployment files (etc/my.cnf, the systemd
+    /// unit) against the layout, and a short start on a scratch datadir. Exit status 6 when a
+    /// check fails.
+    Verify {
+        /// A NAME.tar.zst, or the directory it was unpacked to (checked in place, read only).
+        package: PathBuf,
+        /// Skip the short start (checks files and the version only).
+        #[arg(long)]
+        no_start: bool,
+        /// Print the checks as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Make the .deb from a package tarball (NAME.tar.zst), on any host: checked against its
     /// SHA256SUMS first.
     Deb {
@@ -85,7 +99,54 @@ fn make_deb(tarball: &Path, out: &Path, o: &DebOpts) -> Result<Deb> {
     })
 }
 
+fn verify(package: &Path, no_start: bool, json: bool) -> Result<i32> {
+    if !package.exists() {
+        pgoforge::usage!(
+            "{} does not exist (give a NAME.tar.zst or the directory it was unpacked to)",
+            package.display()
+        );
+    }
+    let scratch = tempfile::Builder::new()
+        .prefix("pgoforge-verify-")
+        .tempdir()?;
+    let v = pgoforge::package::verify::verify(package, scratch.path(), !no_start)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!("{} ({})", v.name, v.server_version);
+        for c in &v.checks {
+            println!(
+                "  {:<6} {:<17} {}",
+                if c.ok { "ok" } else { "FAILED" },
+                c.name,
+                c.detail
+            );
+        }
+        println!(
+            "{}",
+            if v.passed() {
+                "verified: the package is what its manifest says"
+            } else {
+                "NOT verified: do not deploy this package"
+            }
+        );
+    }
+    Ok(if v.passed() {
+        0
+    } else {
+        pgoforge::infra::exit::ExitStatus::VerifyFailed.code()
+    })
+}
+
 pub fn main(a: PackageArgs) -> Result<i32> {
+    if let Some(FromTarball::Verify {
+        package,
+        no_start,
+        json,
+    }) = &a.from_tarball
+    {
+        return verify(package, *no_start, *json);
+    }
     if let Some(FromTarball::Deb {
         tarball,
         out,

@@ -1,6 +1,8 @@
 //! The optimized server as a package: `NAME.tar.zst` holding `NAME/bin/<server>` (stripped),
 //! `NAME/share/<family>/` (error messages, character sets, the bootstrap SQL a MariaDB datadir needs),
-//! `NAME/manifest.json` (how it was made and what it measured) and `NAME/SHA256SUMS`.
+//! `NAME/manifest.json` (how it was made and what it measured), `NAME/SHA256SUMS`, and what running
+//! it as a service needs (`deploy.rs`: `etc/my.cnf`, `systemd/pgoforge-FAMILY.service`,
+//! `README.md`); `verify.rs` checks a package against all of it on any host.
 //!
 //! The unpacked directory is an installed prefix as `server::Layout` understands one, so
 //! `pgoforge server start --binary NAME/bin/mariadbd` runs it from wherever it was unpacked. The
@@ -31,6 +33,9 @@ pub struct Gain {
 }
 
 pub mod deb;
+pub mod deploy;
+pub mod unpack;
+pub mod verify;
 
 pub use crate::source::DebianSource;
 
@@ -289,6 +294,22 @@ pub fn package(req: &PackageRequest) -> Result<Package> {
             let name = s.file_name().expect("a script path ends in a file name");
             fs::copy(&s, share.join(name)).with_context(|| format!("copying {}", s.display()))?;
         }
+    }
+    // What running it as a service needs (deploy.rs): my.cnf, the systemd unit, README.md.
+    let server_name = installed_name(req.binary);
+    let kit = deploy::kit(&deploy::KitFor {
+        manifest: &m,
+        flavor: &flavor,
+        server: &server_name,
+        share_family: family_dir,
+        has_charsets: share.join("charsets").is_dir(),
+    });
+    for (rel, text) in &kit.files {
+        let p = root.join(rel);
+        if let Some(d) = p.parent() {
+            fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+        }
+        fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
     }
     fs::write(
         root.join("manifest.json"),

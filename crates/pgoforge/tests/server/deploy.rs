@@ -45,7 +45,7 @@ fn machine() -> Vec<String> {
 
 /// Debian's mariadbd with its version suffix (`-0+deb12u1`) replaced by `-pgo`, NUL-padded to the
 /// same length in the binary's read-only data.
-fn relabeled_server(dir: &Path) -> PathBuf {
+pub(crate) fn relabeled_server(dir: &Path) -> PathBuf {
     let version = sh(&format!("{DEBIAN_BINARY} --version"));
     let full = version
         .split_whitespace()
@@ -73,7 +73,7 @@ fn relabeled_server(dir: &Path) -> PathBuf {
 
 /// A "server" (a real executable, built by gcc) that answers --version like the relabeled one
 /// and fails to start.
-fn broken_server(dir: &Path, version_line: &str) -> PathBuf {
+pub(crate) fn broken_server(dir: &Path, version_line: &str) -> PathBuf {
     let c = dir.join("broken.c");
     fs::write(
         &c,
@@ -94,7 +94,7 @@ fn broken_server(dir: &Path, version_line: &str) -> PathBuf {
     out
 }
 
-fn tarball(binary: &Path, name: &str, fits: &str, out: &Path) -> PathBuf {
+pub(crate) fn tarball(binary: &Path, name: &str, fits: &str, out: &Path) -> PathBuf {
     let layout = Layout::discover(Path::new(DEBIAN_BINARY), None, None);
     let manifest = Manifest {
         name: name.into(),

@@ -14,3 +14,4 @@ mod release;
 mod replay;
 mod server;
 mod tpcc;
+mod verify;

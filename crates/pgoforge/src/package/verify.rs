@@ -1,0 +1,319 @@
+//! `pgoforge package verify PKG`: a package (the `.tar.zst`, or the directory it was unpacked
+//! to) checked against its own manifest on any host, without the build tree: every file against
+//! SHA256SUMS and nothing unlisted, the server's version string against the manifest's, the
+//! deployment files against the package's layout, and a short start of the packaged server on a
+//! scratch datadir (initialized, started, `VERSION()` asked, a table written and read, stopped).
+//! Every check is reported; the verdict is that all passed.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::{deploy, Manifest};
+use crate::server::{Flavor, Server, ServerSpec};
+
+/// One check and what it found.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Check {
+    pub name: String,
+    pub ok: bool,
+    pub detail: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Verification {
+    pub package: PathBuf,
+    pub name: String,
+    pub server_version: String,
+    pub checks: Vec<Check>,
+}
+
+impl Verification {
+    pub fn passed(&self) -> bool {
+        self.checks.iter().all(|c| c.ok)
+    }
+}
+
+/// Files a DBA is told to edit (paths in the configuration and the unit): a change there is
+/// reported, not failed.
+fn editable(name: &str) -> bool {
+    name.starts_with("etc/") || name.starts_with("systemd/") || name == "README.md"
+}
+
+fn check(name: &str, ok: bool, detail: impl Into<String>) -> Check {
+    Check {
+        name: name.into(),
+        ok,
+        detail: detail.into(),
+    }
+}
+
+/// Verifies `pkg`; `scratch` holds the unpacked copy and the short start's datadir. Errors
+/// only for what is not a package at all (exit 2 from the caller); a package that fails a check
+/// comes back with that check failed.
+pub fn verify(pkg: &Path, scratch: &Path, start: bool) -> Result<Verification> {
+    let root = if pkg.is_dir() {
+        pkg.to_path_buf()
+    } else {
+        let into = scratch.join("unpacked");
+        fs::create_dir_all(&into)?;
+        // What does not unpack is not a package at all: refused, like a bad argument.
+        crate::infra::exit::Refuse::refused(super::unpack::unpack(pkg, &into))?
+    };
+    let manifest: Manifest = serde_json::from_str(
+        &fs::read_to_string(root.join("manifest.json")).map_err(|e| {
+            crate::infra::exit::Stop::Usage(format!(
+                "{}: no manifest.json ({e}): not a pgoforge package",
+                pkg.display()
+            ))
+        })?,
+    )
+    .map_err(|e| {
+        crate::infra::exit::Stop::Usage(format!(
+            "{}: manifest.json does not parse ({e}): not a pgoforge package, or a damaged one",
+            pkg.display()
+        ))
+    })?;
+    let mut checks = vec![hashes(&root)];
+    let dir_name = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    checks.push(check(
+        "name",
+        dir_name == manifest.name,
+        if dir_name == manifest.name {
+            format!("directory and manifest both say {}", manifest.name)
+        } else {
+            format!(
+                "the directory is {dir_name}, the manifest says {}",
+                manifest.name
+            )
+        },
+    ));
+    let server = server_binary(&root);
+    let flavor = match &server {
+        Some(b) => Flavor::detect(b).ok(),
+        None => None,
+    };
+    checks.push(match (&server, &flavor) {
+        (None, _) => check("version", false, "bin/ holds no mariadbd or mysqld"),
+        (Some(b), None) => check(
+            "version",
+            false,
+            format!(
+                "{} does not run or is not a MySQL-family server",
+                b.display()
+            ),
+        ),
+        (Some(_), Some(f)) if f.version == manifest.server_version => check(
+            "version",
+            true,
+            format!("the server says {}, as the manifest does", f.version),
+        ),
+        (Some(_), Some(f)) => check(
+            "version",
+            false,
+            format!(
+                "the server says {}, the manifest {}",
+                f.version, manifest.server_version
+            ),
+        ),
+    });
+    checks.push(deployment(&root, &manifest, server.as_deref()));
+    if start {
+        checks.push(match &server {
+            Some(b) => short_start(b, &manifest, scratch),
+            None => check("start", false, "no server to start"),
+        });
+    }
+    Ok(Verification {
+        package: pkg.to_path_buf(),
+        name: manifest.name.clone(),
+        server_version: manifest.server_version.clone(),
+        checks,
+    })
+}
+
+/// The server in `bin/`: the one executable named like a server.
+fn server_binary(root: &Path) -> Option<PathBuf> {
+    ["mariadbd", "mysqld"]
+        .iter()
+        .map(|n| root.join("bin").join(n))
+        .find(|p| p.is_file())
+}
+
+/// Every file against SHA256SUMS, nothing unlisted; an edited configuration file is reported
+/// as such, not failed.
+fn hashes(root: &Path) -> Check {
+    let sums = match fs::read_to_string(root.join("SHA256SUMS")) {
+        Ok(s) => s,
+        Err(e) => return check("hashes", false, format!("no SHA256SUMS: {e}")),
+    };
+    let mut listed = std::collections::BTreeSet::new();
+    let mut bad = Vec::new();
+    let mut edited = Vec::new();
+    for line in sums.lines().filter(|l| !l.trim().is_empty()) {
+        let Some((sum, name)) = line.split_once("  ") else {
+            bad.push(format!("malformed line '{}'", line.escape_debug()));
+            continue;
+        };
+        if name.starts_with('/') || name.split('/').any(|c| c == "..") {
+            bad.push(format!(
+                "'{}' names a file outside the package",
+                name.escape_debug()
+            ));
+            continue;
+        }
+        listed.insert(name.to_string());
+        match crate::infra::fs::sha256_file(&root.join(name)) {
+            Ok(got) if got == sum => {}
+            Ok(_) if editable(name) => edited.push(name.to_string()),
+            Ok(_) => bad.push(format!("{name} differs")),
+            Err(_) => bad.push(format!("{name} is missing")),
+        }
+    }
+    let present = crate::infra::fs::files_under(root, "").unwrap_or_default();
+    for f in present {
+        let rel = f
+            .strip_prefix(root)
+            .map(|r| r.display().to_string())
+            .unwrap_or_default();
+        if rel != "SHA256SUMS" && !listed.contains(&rel) {
+            bad.push(format!("{rel} is not in SHA256SUMS"));
+        }
+    }
+    let mut detail = if bad.is_empty() {
+        format!("{} files match SHA256SUMS", listed.len() - edited.len())
+    } else {
+        format!("damaged or altered: {}", bad.join("; "))
+    };
+    if !edited.is_empty() {
+        detail += &format!(
+            "; changed since packaged (local edits?): {}",
+            edited.join(", ")
+        );
+    }
+    check("hashes", bad.is_empty(), detail)
+}
+
+/// The deployment files (packages made since 2026-12-02): my.cnf names directories the package
+/// has, the unit runs the package's server with that my.cnf.
+fn deployment(root: &Path, m: &Manifest, server: Option<&Path>) -> Check {
+    let cnf_path = root.join("etc/my.cnf");
+    let Ok(cnf) = fs::read_to_string(&cnf_path) else {
+        return check(
+            "deployment files",
+            true,
+            "none (a package made before 2026-12-02): run it with `pgoforge server start --binary`",
+        );
+    };
+    let mut problems = Vec::new();
+    for (key, rel) in deploy::package_dirs_named(&cnf, m) {
+        match rel {
+            Some(r) if root.join(&r).is_dir() => {}
+            Some(r) => problems.push(format!(
+                "my.cnf's {key} names {} , not in the package",
+                r.display()
+            )),
+            None => problems.push(format!(
+                "my.cnf's {key} is outside {} (moved? README says how)",
+                deploy::prefix(m)
+            )),
+        }
+    }
+    let units: Vec<PathBuf> = fs::read_dir(root.join("systemd"))
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    let server_name = server
+        .and_then(|s| s.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let want = format!(
+        "ExecStart={p}/bin/{server_name} --defaults-file={p}/etc/my.cnf",
+        p = deploy::prefix(m)
+    );
+    match units.as_slice() {
+        [u] => {
+            let text = fs::read_to_string(u).unwrap_or_default();
+            if !text.lines().any(|l| l.trim() == want) {
+                problems.push(format!(
+                    "{} does not run the package's server with its my.cnf ({want})",
+                    u.display()
+                ));
+            }
+        }
+        _ => problems.push("systemd/ must hold exactly one unit".into()),
+    }
+    if !root.join("README.md").is_file() {
+        problems.push("README.md is missing".into());
+    }
+    if problems.is_empty() {
+        check(
+            "deployment files",
+            true,
+            format!(
+                "etc/my.cnf and {} fit the package at {}",
+                units
+                    .first()
+                    .and_then(|u| u.strip_prefix(root).ok())
+                    .map(|u| u.display().to_string())
+                    .unwrap_or_default(),
+                deploy::prefix(m)
+            ),
+        )
+    } else {
+        check("deployment files", false, problems.join("; "))
+    }
+}
+
+/// Starts the packaged server on a new datadir under `scratch`, asks its version, writes and
+/// reads a table, stops it.
+fn short_start(server: &Path, m: &Manifest, scratch: &Path) -> Check {
+    let t0 = std::time::Instant::now();
+    let r = (|| -> Result<String> {
+        let dir = scratch.join("start");
+        let _ = fs::remove_dir_all(&dir);
+        let mut spec = ServerSpec::new(server);
+        spec.config.buffer_pool_mb = 128;
+        let mut srv = Server::create(&spec, &dir).context("starting the packaged server")?;
+        let mut c = srv.state.root()?;
+        let version = c
+            .query_value("SELECT VERSION()")
+            .map_err(|e| anyhow::anyhow!("SELECT VERSION(): {e}"))?
+            .unwrap_or_default();
+        for sql in [
+            "CREATE DATABASE IF NOT EXISTS pgoforge_verify",
+            "CREATE TABLE pgoforge_verify.t (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB",
+            "INSERT INTO pgoforge_verify.t VALUES (1, 'one'), (2, 'two'), (3, 'three')",
+        ] {
+            c.query(sql).map_err(|e| anyhow::anyhow!("{sql}: {e}"))?;
+        }
+        let n = c
+            .query_value("SELECT COUNT(*) FROM pgoforge_verify.t WHERE v LIKE 't%'")
+            .map_err(|e| anyhow::anyhow!("reading the table back: {e}"))?
+            .unwrap_or_default();
+        drop(c);
+        srv.stop()?;
+        if n != "2" {
+            anyhow::bail!("wrote 3 rows, 2 matching; read back {n}");
+        }
+        Ok(version)
+    })();
+    let secs = t0.elapsed().as_secs_f64();
+    match r {
+        Ok(v) if m.server_version.starts_with(&v) || v == m.server_version => check(
+            "start",
+            true,
+            format!("initialized, started, served VERSION() = {v}, wrote and read a table, stopped ({secs:.1} s)"),
+        ),
+        Ok(v) => check(
+            "start",
+            false,
+            format!("the running server says VERSION() = {v}, the manifest {}", m.server_version),
+        ),
+        Err(e) => check("start", false, format!("{e:#}")),
+    }
+}
