@@ -129,6 +129,10 @@ pub struct Report {
     /// This run's own noise, from its A/A control (absent without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub own_noise: Option<OwnNoise>,
+    /// Whether a run's position within its round shifts what it measures, pooled over the run
+    /// (absent with fewer than two contenders or rounds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position_effect: Option<super::stats::position::PositionEffect>,
     /// The source's Debian release against what the distribution served when the run started
     /// (`pgoforge run` on a Debian recipe; absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -337,6 +341,83 @@ pub fn is_held_out(plan: &BenchPlan, c: &Cell) -> bool {
     plan.held_out_for(&c.contender)
         .iter()
         .any(|w| w.to_string() == c.workload)
+}
+
+/// The run's position effect ([`super::stats::position`]) from every cell's complete rounds, and
+/// what adjusting the cells' comparisons for it would do to their scatter.
+fn position_effect(
+    plan: &BenchPlan,
+    records: &[Record],
+    cells: &[Cell],
+) -> Option<super::stats::position::PositionEffect> {
+    use super::stats::position::{estimate, CellObs};
+    let mut pos: BTreeMap<(&str, String, u32, u32), usize> = BTreeMap::new();
+    for r in records {
+        pos.entry((
+            r.contender.as_str(),
+            r.workload.to_string(),
+            r.threads,
+            r.round,
+        ))
+        .or_insert(r.position);
+    }
+    let mut obs = Vec::new();
+    for &w in &plan.spec.workloads {
+        for &t in &plan.spec.threads {
+            let series: Vec<(&str, BTreeMap<u32, f64>)> = plan
+                .contenders
+                .iter()
+                .map(|c| {
+                    let v = by_round(records, &c.name, w, t, &|r: &Record| r.result.tps());
+                    (c.name.as_str(), v.into_iter().collect())
+                })
+                .filter(|(_, v): &(&str, BTreeMap<u32, f64>)| !v.is_empty())
+                .collect();
+            let Some((_, first)) = series.first() else {
+                continue;
+            };
+            let rounds: Vec<Vec<(f64, f64)>> = first
+                .keys()
+                .filter_map(|round| {
+                    series
+                        .iter()
+                        .map(|(name, v)| {
+                            let y = v.get(round).filter(|y| **y > 0.0)?;
+                            let p = pos.get(&(*name, w.to_string(), t, *round))?;
+                            Some((*p as f64, y.ln()))
+                        })
+                        .collect::<Option<Vec<_>>>()
+                })
+                .collect();
+            obs.push(CellObs { rounds });
+        }
+    }
+    let position_of = |name: &str, w: &str, t: u32, round: u32| {
+        pos.get(&(name, w.to_string(), t, round)).map(|p| *p as f64)
+    };
+    let pairs: Vec<Vec<(f64, f64)>> = cells
+        .iter()
+        .filter(|c| c.tps_vs_baseline.is_some())
+        .filter_map(|c| {
+            let me = plan.contenders.iter().find(|x| x.name == c.contender)?;
+            let base = &plan.baseline_for(me).name;
+            let base_cell = cells.iter().find(|b| {
+                &b.contender == base && b.workload == c.workload && b.threads == c.threads
+            })?;
+            Some(
+                c.tps_rounds
+                    .iter()
+                    .filter_map(|(round, v)| {
+                        let (_, b) = base_cell.tps_rounds.iter().find(|(r, _)| r == round)?;
+                        let dp = position_of(&c.contender, &c.workload, c.threads, *round)?
+                            - position_of(base, &c.workload, c.threads, *round)?;
+                        (*v > 0.0 && *b > 0.0).then(|| ((v / b).ln(), dp))
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    estimate(&obs, &pairs)
 }
 
 /// Round by round, the contenders in the order they ran.
@@ -553,6 +634,7 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
     Ok(Report {
         gate: crate::gate::mtr::read_copy(dir)?,
         source_release: crate::source::release::read_copy(dir)?,
+        position_effect: position_effect(&plan, &records, &cells),
         environment: environment(dir, &records),
         cachegrind: super::cachegrind::read_records(dir)?,
         orders: orders(&records),
@@ -1052,6 +1134,7 @@ mod tests {
             own_noise: None,
             per_second_cv: None,
             source_release: None,
+            position_effect: None,
         };
         let t = crate::bench::export::matrix::table(&r).unwrap();
         assert_eq!(

@@ -14,6 +14,7 @@
 mod describe;
 mod dist;
 mod paired;
+pub mod position;
 mod power;
 
 pub use describe::{describe, geomean, mean, median, stddev, Describe};
