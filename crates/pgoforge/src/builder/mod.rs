@@ -6,6 +6,7 @@
 //! gives a new key and a new build. A build that failed or was interrupted has no build.json and is
 //! never taken for a finished one.
 
+pub mod cluster;
 pub mod variant;
 
 use std::fs;
@@ -40,6 +41,9 @@ pub struct BuildRequest<'a> {
     pub jobs: usize,
     /// Told the build's percent as make reports it.
     pub progress: Option<&'a dyn Fn(u64)>,
+    /// A build cluster (sccache-dist) the compiles may go to, where [`cluster::placement`]
+    /// allows; not part of the key (the objects are the same).
+    pub cluster: Option<&'a cluster::Cluster>,
 }
 
 /// A finished build (build.json).
@@ -72,6 +76,9 @@ pub struct BuildOutput {
     /// The make targets this build has built.
     #[serde(default)]
     pub targets: Vec<String>,
+    /// What a build cluster compiled of it (absent: built here only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distributed: Option<cluster::Distributed>,
     pub log: PathBuf,
     /// True when this result came from the cache.
     #[serde(skip)]
@@ -254,6 +261,13 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
     } else {
         default_jobs()
     };
+    let remote = match cluster::placement(v, req.compiler, req.cluster) {
+        cluster::Placement::Cluster { .. } => req.cluster,
+        cluster::Placement::Local { .. } => None,
+    };
+    // The cluster's cores set -j for the compiles; links (LTO's partitions) stay at the local
+    // cores.
+    let compile_jobs = remote.map_or(jobs, |c| jobs.max(c.cpus as usize));
     let flags = variant::flags(&variant::FlagInputs {
         variant: v,
         compiler: req.compiler,
@@ -268,7 +282,8 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
     let earlier = start_attempt(&log_path)?;
     let t0 = Instant::now();
 
-    let mut configure = configure_command(req, &build_dir, &flags);
+    let before = remote.and_then(|c| cluster::stats(&c.sccache));
+    let mut configure = configure_command(req, &build_dir, &flags, remote);
     append_line(&log_path, &format!("$ {configure:?}"))?;
     Tool::new(
         &mut configure,
@@ -282,7 +297,7 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
     make.arg("--build")
         .arg(&build_dir)
         .arg("-j")
-        .arg(jobs.to_string());
+        .arg(compile_jobs.to_string());
     for t in &req.recipe.build.targets {
         make.arg("--target").arg(t);
     }
@@ -305,6 +320,14 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
             log_path.display()
         );
     }
+    let distributed = remote.and_then(|c| {
+        let after = cluster::stats(&c.sccache)?;
+        Some(cluster::Distributed::between(
+            &c.scheduler,
+            before.unwrap_or_default(),
+            after,
+        ))
+    });
     let out = BuildOutput {
         key,
         recipe: req.recipe.name.clone(),
@@ -319,8 +342,9 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
         missing_profile_warnings: missing_profile_warnings(&log_path),
         seconds: earlier.seconds + t0.elapsed().as_secs_f64(),
         attempts: earlier.attempts + 1,
-        jobs,
+        jobs: compile_jobs,
         targets: req.recipe.build.targets.clone(),
+        distributed,
         log: log_path,
         dir: dir.clone(),
         build_dir,
@@ -372,9 +396,15 @@ fn start_attempt(log_path: &Path) -> Result<Earlier> {
     Ok(earlier)
 }
 
-/// CMake's configure step for a variant: the recipe's arguments, the variant's flags, and ccache
-/// for builds without instrumentation (it hashes -fprofile-use data itself).
-fn configure_command(req: &BuildRequest, build_dir: &Path, flags: &FlagSet) -> Command {
+/// CMake's configure step for a variant: the recipe's arguments, the variant's flags, and as the
+/// compiler launcher sccache when the compiles go to a cluster, else ccache for builds without
+/// instrumentation (it hashes -fprofile-use data itself).
+fn configure_command(
+    req: &BuildRequest,
+    build_dir: &Path,
+    flags: &FlagSet,
+    remote: Option<&cluster::Cluster>,
+) -> Command {
     let cflags = flags.cflags.join(" ");
     let ldflags = flags.ldflags.join(" ");
     let mut c = Command::new("cmake");
@@ -396,10 +426,20 @@ fn configure_command(req: &BuildRequest, build_dir: &Path, flags: &FlagSet) -> C
         .arg(format!("-DCMAKE_MODULE_LINKER_FLAGS={ldflags}"))
         .args(&req.recipe.build.cmake_args)
         .args(&flags.cmake_defs);
-    if !req.variant.instrumented() {
-        if let Some(cc) = crate::infra::tools::which("ccache") {
-            c.arg(format!("-DCMAKE_C_COMPILER_LAUNCHER={}", cc.display()));
-            c.arg(format!("-DCMAKE_CXX_COMPILER_LAUNCHER={}", cc.display()));
+    let launcher = match remote {
+        Some(cl) => Some(cl.sccache.clone()),
+        None if !req.variant.instrumented() => crate::infra::tools::which("ccache"),
+        None => None,
+    };
+    match launcher {
+        Some(l) => {
+            c.arg(format!("-DCMAKE_C_COMPILER_LAUNCHER={}", l.display()));
+            c.arg(format!("-DCMAKE_CXX_COMPILER_LAUNCHER={}", l.display()));
+        }
+        // A directory configured with a launcher before keeps it in CMake's cache otherwise.
+        None => {
+            c.arg("-UCMAKE_C_COMPILER_LAUNCHER");
+            c.arg("-UCMAKE_CXX_COMPILER_LAUNCHER");
         }
     }
     c

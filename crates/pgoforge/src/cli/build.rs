@@ -48,6 +48,7 @@ pub fn main(a: BuildArgs) -> Result<i32> {
         reporter: reporter.as_ref(),
     };
     let mut t = Tracker::ephemeral();
+    let cluster = pgoforge::builder::cluster::probe();
     if a.plan {
         // Nothing is fetched or built: a plan needs the source there already (its hash is part
         // of the key).
@@ -74,8 +75,15 @@ pub fn main(a: BuildArgs) -> Result<i32> {
             work_dir: &work,
             jobs: a.jobs,
             progress: None,
+            cluster: cluster.cluster(),
         })?;
         println!("{key} {}", dir.display());
+        if !cluster.is_not_configured() {
+            println!(
+                "compiles: {}",
+                placement_line(&cluster, a.variant, &compiler)
+            );
+        }
         return Ok(0);
     }
     let src = t.run(&a.source.stage(&recipe), &cx)?;
@@ -87,7 +95,17 @@ pub fn main(a: BuildArgs) -> Result<i32> {
         profile: profile.as_ref(),
         mix: None,
         jobs: a.jobs,
+        cluster: cluster.cluster(),
     };
+    if !cluster.is_not_configured() {
+        reporter.message(
+            "build",
+            &format!(
+                "compiles: {}",
+                placement_line(&cluster, a.variant, &compiler)
+            ),
+        );
+    }
     let out = t.run(&stage, &cx)?;
     let cached = t.timings.last().is_some_and(|s| s.reused);
     if a.json {
@@ -114,6 +132,19 @@ pub fn main(a: BuildArgs) -> Result<i32> {
         out.jobs,
         out.log.display()
     );
+    if let Some(d) = &out.distributed {
+        println!(
+            "  {} of {} compiles on the cluster ({}){}",
+            d.remote,
+            d.compilations,
+            d.scheduler,
+            if d.errors > 0 {
+                format!(", {} distributed compiles failed and ran here", d.errors)
+            } else {
+                String::new()
+            }
+        );
+    }
     if a.variant.needs_profile() {
         println!(
             "  missing-profile warnings: {}",
@@ -127,4 +158,24 @@ pub fn main(a: BuildArgs) -> Result<i32> {
         );
     }
     Ok(0)
+}
+
+/// Where a build's compiles go, in words.
+fn placement_line(
+    cluster: &pgoforge::builder::cluster::ClusterState,
+    variant: pgoforge::builder::Variant,
+    compiler: &pgoforge::toolchain::Compiler,
+) -> String {
+    use pgoforge::builder::cluster::{placement, ClusterState, Placement};
+    match cluster {
+        ClusterState::Unavailable { reason } => {
+            format!("here (the configured build cluster is unavailable: {reason})")
+        }
+        _ => match placement(variant, compiler, cluster.cluster()) {
+            Placement::Cluster { scheduler, cpus } => {
+                format!("on the build cluster ({scheduler}, {cpus} CPUs) through sccache")
+            }
+            Placement::Local { reason } => format!("here ({reason})"),
+        },
+    }
 }

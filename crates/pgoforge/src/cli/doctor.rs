@@ -20,6 +20,24 @@ pub struct DoctorArgs {
     recipe: String,
 }
 
+/// What the machine's sccache configuration offers, in words.
+fn cluster_line(c: &pgoforge::builder::cluster::ClusterState) -> String {
+    use pgoforge::builder::cluster::{ClusterState, INSTALL};
+    match c {
+        ClusterState::NotConfigured => format!(
+            "none configured (builds are local); to spread compiles over sccache-dist, name its \
+             scheduler in sccache's config ([dist] scheduler_url, [dist.auth]; docs/bench/scale.md) \
+             with an sccache that has dist support: {INSTALL}"
+        ),
+        ClusterState::Unavailable { reason } => format!("configured but unavailable: {reason}"),
+        ClusterState::Ready { cluster } => format!(
+            "sccache-dist at {}: {} build server(s), {} CPUs (compiles of baseline, instrumented \
+             and clang profile-use builds go there)",
+            cluster.scheduler, cluster.servers, cluster.cpus
+        ),
+    }
+}
+
 /// The recipe's source release, as `source::release` sees it, in lines for the terminal.
 fn release_lines(recipe: &str, c: &ReleaseCheck) -> Vec<String> {
     let mut v = vec![format!(
@@ -150,11 +168,15 @@ pub fn main(a: DoctorArgs) -> Result<i32> {
     let env = environment()?;
     let recipe = Recipe::load(&a.recipe).refused()?;
     let source_release = release::check(&recipe.source);
+    let cluster = pgoforge::builder::cluster::probe();
     let missing_required = env.missing_required();
     if a.json {
         let mut v = serde_json::to_value(&env)?;
-        if let (Some(o), Some(c)) = (v.as_object_mut(), &source_release) {
-            o.insert("source_release".into(), serde_json::to_value(c)?);
+        if let Some(o) = v.as_object_mut() {
+            if let Some(c) = &source_release {
+                o.insert("source_release".into(), serde_json::to_value(c)?);
+            }
+            o.insert("build_cluster".into(), serde_json::to_value(&cluster)?);
         }
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(i32::from(!missing_required.is_empty()));
@@ -164,6 +186,7 @@ pub fn main(a: DoctorArgs) -> Result<i32> {
             println!("{l}");
         }
     }
+    println!("Build cluster: {}", cluster_line(&cluster));
     for need in [Need::Required, Need::Optional] {
         println!(
             "{}:",

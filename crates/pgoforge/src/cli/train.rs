@@ -54,6 +54,7 @@ pub fn main(a: TrainArgs) -> Result<i32> {
             profile: None,
             mix: None,
             jobs: 0,
+            cluster: pgoforge::builder::cluster::probe().cluster(),
         },
         &cx,
     )?;

@@ -143,6 +143,7 @@ pub(super) fn build_stage<'a>(
         profile,
         mix: mix.map(str::to_string),
         jobs: 0,
+        cluster: plan.cluster.cluster(),
     }
 }
 

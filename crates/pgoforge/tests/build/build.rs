@@ -60,6 +60,7 @@ fn make(
         work_dir: c.work.path(),
         jobs: 2,
         progress: None,
+        cluster: None,
     })
     .unwrap_or_else(|e| panic!("building {variant}: {e:#}"))
 }
@@ -418,6 +419,7 @@ fn bad_input_gives_clear_errors() {
             work_dir: c.work.path(),
             jobs: 1,
             progress: None,
+            cluster: None,
         })
         .unwrap_err()
         .to_string()
@@ -453,6 +455,7 @@ fn a_failing_build_shows_its_log_and_is_never_cached() {
         work_dir: work.path(),
         jobs: 1,
         progress: None,
+        cluster: None,
     };
     let e = format!("{:#}", build(&req).unwrap_err());
     assert!(

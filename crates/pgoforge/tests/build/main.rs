@@ -7,6 +7,7 @@
 mod common;
 
 mod build;
+mod cluster;
 mod disk_full;
 mod kill9;
 mod mysql;

@@ -44,6 +44,7 @@ fn fixture_build(
         work_dir: work,
         jobs: 2,
         progress: None,
+        cluster: None,
     })
     .unwrap();
     (out, src)
@@ -286,6 +287,7 @@ fn fake_gen(work: &Path) -> BuildOutput {
         targets: vec!["mariadbd".into()],
         log: work.join("log"),
         cached: false,
+        distributed: None,
     }
 }
 

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::bench::order::OrderScheme;
 use crate::bench::spec::BenchSpec;
+use crate::builder::cluster::{placement, ClusterState, Placement};
 use crate::builder::Variant;
 use crate::gate::GateMode;
 use crate::pipeline::stage::StageId;
@@ -89,11 +90,16 @@ pub struct RunRequest {
 #[derive(Clone, Debug, Default)]
 pub struct Env {
     pub bolt: Option<Bolt>,
+    /// A build cluster (sccache-dist), as the machine's sccache configuration names it.
+    pub cluster: ClusterState,
 }
 
 impl Env {
     pub fn probe() -> Env {
-        Env { bolt: Bolt::find() }
+        Env {
+            bolt: Bolt::find(),
+            cluster: crate::builder::cluster::probe(),
+        }
     }
 }
 
@@ -122,6 +128,9 @@ pub struct PlannedBuild {
     /// keep the names a run with one mix gives them, so they are found again).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mix: Option<String>,
+    /// Where its compiles run, when a build cluster is configured (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub compiles: Option<Placement>,
 }
 
 /// One binary of the benchmark and how it comes about.
@@ -158,6 +167,9 @@ pub struct RunPlan {
     /// The BOLT the +bolt variants use.
     #[serde(skip)]
     pub bolt: Option<Bolt>,
+    /// The build cluster: not configured (absent from the plan), unavailable (and why), ready.
+    #[serde(skip_serializing_if = "ClusterState::is_not_configured")]
+    pub cluster: ClusterState,
     /// The recipe's Debian version against the releases apt's lists offer and the installed
     /// server (`source::release`; absent for other sources, and when the caller did not look).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -181,6 +193,7 @@ impl RunPlan {
             variant: baseline,
             profile: ProfileFrom::NoProfile,
             mix: None,
+            compiles: None,
         }];
         let mut stages = vec![StageId::Source, StageId::Build(baseline, None)];
         if from == ProfileFrom::Trained {
@@ -188,6 +201,7 @@ impl RunPlan {
                 variant: gen,
                 profile: ProfileFrom::NoProfile,
                 mix: None,
+                compiles: None,
             });
             stages.extend([StageId::Build(gen, None), StageId::Train(None)]);
             for m in &req.mixes[1..] {
@@ -212,6 +226,7 @@ impl RunPlan {
                         variant: g,
                         profile: from,
                         mix: None,
+                        compiles: None,
                     });
                     stages.extend([StageId::Build(g, None), StageId::Train(Some(g.to_string()))]);
                 }
@@ -226,6 +241,7 @@ impl RunPlan {
                     ProfileFrom::NoProfile
                 },
                 mix: None,
+                compiles: None,
             });
             stages.push(StageId::Build(v, None));
             if req.is_matrix() && v.needs_profile() {
@@ -242,6 +258,7 @@ impl RunPlan {
                         variant: v,
                         profile: from,
                         mix: Some(m.name.clone()),
+                        compiles: None,
                     });
                     stages.push(StageId::Build(v, Some(m.name.clone())));
                     contenders.push(PlannedContender {
@@ -319,6 +336,22 @@ impl RunPlan {
         if req.package {
             stages.push(StageId::Package);
         }
+        // Where each build's compiles run, once a cluster is configured at all.
+        match &env.cluster {
+            ClusterState::NotConfigured => {}
+            ClusterState::Unavailable { reason } => {
+                for b in &mut builds {
+                    b.compiles = Some(Placement::Local {
+                        reason: format!("the configured build cluster is unavailable: {reason}"),
+                    });
+                }
+            }
+            ClusterState::Ready { cluster } => {
+                for b in &mut builds {
+                    b.compiles = Some(placement(b.variant, &req.compiler, Some(cluster)));
+                }
+            }
+        }
         Ok(RunPlan {
             request: req,
             builds,
@@ -326,6 +359,7 @@ impl RunPlan {
             stages,
             bolt: env.bolt.clone(),
             source_release: None,
+            cluster: env.cluster.clone(),
         })
     }
 
@@ -392,6 +426,7 @@ mod tests {
 
     fn with_bolt() -> Env {
         Env {
+            cluster: ClusterState::NotConfigured,
             bolt: Some(Bolt {
                 major: 22,
                 llvm_bolt: "/usr/lib/llvm-22/bin/llvm-bolt".into(),

@@ -22,6 +22,8 @@ pub struct BuildStage<'a> {
     pub mix: Option<String>,
     /// make -j (0: from cores and memory).
     pub jobs: usize,
+    /// The build cluster, when one is configured and reachable.
+    pub cluster: Option<&'a crate::builder::cluster::Cluster>,
 }
 
 impl BuildStage<'_> {
@@ -39,6 +41,7 @@ impl BuildStage<'_> {
             work_dir: work,
             jobs: self.jobs,
             progress,
+            cluster: self.cluster,
         }
     }
 
@@ -94,6 +97,22 @@ impl Stage for BuildStage<'_> {
                     "resumed an unfinished build; {} in {} attempts",
                     crate::infra::time::human(b.seconds),
                     b.attempts
+                ),
+            );
+        }
+        if let (false, Some(d)) = (b.cached, &b.distributed) {
+            cx.reporter.message(
+                &stage,
+                &format!(
+                    "{} of {} compiles ran on the build cluster ({}){}",
+                    d.remote,
+                    d.compilations,
+                    d.scheduler,
+                    if d.errors > 0 {
+                        format!("; {} distributed compiles failed and ran here", d.errors)
+                    } else {
+                        String::new()
+                    }
                 ),
             );
         }
