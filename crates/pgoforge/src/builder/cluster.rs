@@ -224,6 +224,18 @@ pub struct Distributed {
 }
 
 impl Distributed {
+    /// "4 of 4 compiles ran on the build cluster (URL)", and the failures that ran here.
+    pub fn sentence(&self) -> String {
+        let mut s = format!(
+            "{} of {} compiles ran on the build cluster ({})",
+            self.remote, self.compilations, self.scheduler
+        );
+        if self.errors > 0 {
+            s += &format!("; {} distributed compiles failed and ran here", self.errors);
+        }
+        s
+    }
+
     pub fn between(scheduler: &str, before: Counts, after: Counts) -> Distributed {
         Distributed {
             scheduler: scheduler.to_string(),

@@ -133,17 +133,7 @@ pub fn main(a: BuildArgs) -> Result<i32> {
         out.log.display()
     );
     if let Some(d) = &out.distributed {
-        println!(
-            "  {} of {} compiles on the cluster ({}){}",
-            d.remote,
-            d.compilations,
-            d.scheduler,
-            if d.errors > 0 {
-                format!(", {} distributed compiles failed and ran here", d.errors)
-            } else {
-                String::new()
-            }
-        );
+        println!("  {}", d.sentence());
     }
     if a.variant.needs_profile() {
         println!(

@@ -101,20 +101,7 @@ impl Stage for BuildStage<'_> {
             );
         }
         if let (false, Some(d)) = (b.cached, &b.distributed) {
-            cx.reporter.message(
-                &stage,
-                &format!(
-                    "{} of {} compiles ran on the build cluster ({}){}",
-                    d.remote,
-                    d.compilations,
-                    d.scheduler,
-                    if d.errors > 0 {
-                        format!("; {} distributed compiles failed and ran here", d.errors)
-                    } else {
-                        String::new()
-                    }
-                ),
-            );
+            cx.reporter.message(&stage, &d.sentence());
         }
         Ok(if b.cached {
             Made::Found {
