@@ -10,6 +10,7 @@ pub mod calibrate;
 pub mod environment;
 pub mod export;
 pub mod load;
+pub mod network;
 pub mod order;
 pub mod plan;
 pub mod report;

@@ -129,6 +129,10 @@ pub struct Report {
     /// This run's own noise, from its A/A control (absent without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub own_noise: Option<OwnNoise>,
+    /// How the client reached the servers and the median round trip over that path (absent in
+    /// runs recorded before it was measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkSummary>,
     /// Whether a run's position within its round shifts what it measures, pooled over the run
     /// (absent with fewer than two contenders or rounds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -420,6 +424,34 @@ fn position_effect(
     estimate(&obs, &pairs)
 }
 
+/// The client's path to the servers, as the runs recorded it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NetworkSummary {
+    /// The driver's transport (`unix-socket`, `tcp`).
+    pub transport: String,
+    /// Median over the servers' starts of the median `SELECT 1` round trip, µs.
+    pub rtt_us: f64,
+}
+
+impl NetworkSummary {
+    pub fn sentence(&self) -> String {
+        format!(
+            "Client: {} to every server; median round trip {:.0} µs (SELECT 1, measured as each \
+             server started).",
+            self.transport, self.rtt_us
+        )
+    }
+}
+
+fn network(records: &[Record]) -> Option<NetworkSummary> {
+    let rtts: Vec<f64> = records.iter().filter_map(|r| r.rtt_us).collect();
+    let first = records.iter().find(|r| r.rtt_us.is_some())?;
+    Some(NetworkSummary {
+        transport: first.result.server.transport.clone(),
+        rtt_us: super::stats::median(&rtts),
+    })
+}
+
 /// Round by round, the contenders in the order they ran.
 fn orders(records: &[Record]) -> Vec<RoundOrder> {
     let mut by_round: BTreeMap<u32, BTreeMap<usize, String>> = BTreeMap::new();
@@ -505,6 +537,19 @@ fn cell(plan: &BenchPlan, records: &[Record], name: &str, w: TestName, t: u32) -
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
+    }
+    // The client's round-trip bound (bench/network.rs), from this contender's runs here.
+    let rtts: Vec<f64> = mine(name).iter().filter_map(|r| r.rtt_us).collect();
+    let qps: Vec<f64> = mine(name)
+        .iter()
+        .filter(|r| r.result.total_time_s > 0.0)
+        .map(|r| r.result.queries.total as f64 / r.result.total_time_s)
+        .collect();
+    if !rtts.is_empty() && !qps.is_empty() {
+        let rtt = super::stats::median(&rtts);
+        if let Some(w) = super::network::bound_warning(super::stats::median(&qps), t, rtt) {
+            warnings.push(w);
+        }
     }
     let (tc, pc) = if name == base || base_tps.is_empty() {
         (None, None)
@@ -635,6 +680,7 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
         gate: crate::gate::mtr::read_copy(dir)?,
         source_release: crate::source::release::read_copy(dir)?,
         position_effect: position_effect(&plan, &records, &cells),
+        network: network(&records),
         environment: environment(dir, &records),
         cachegrind: super::cachegrind::read_records(dir)?,
         orders: orders(&records),
@@ -1135,6 +1181,7 @@ mod tests {
             per_second_cv: None,
             source_release: None,
             position_effect: None,
+            network: None,
         };
         let t = crate::bench::export::matrix::table(&r).unwrap();
         assert_eq!(

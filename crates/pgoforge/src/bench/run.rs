@@ -169,6 +169,7 @@ pub fn benchmark(
                     continue;
                 }
                 let (mut srv, inst) = start_contender(c, base_spec.clone(), &tpl, dir, round)?;
+                let rtt_us = super::network::round_trip_us(&connection(plan, &srv));
                 for (w, t) in cells {
                     let (r, load) = measure(plan, c, &srv, w, t, &client_cpus)?;
                     if let Some(l) = load.as_ref().filter(|l| l.disturbed()) {
@@ -193,6 +194,7 @@ pub fn benchmark(
                         result: r,
                         load,
                         slice: None,
+                        rtt_us,
                     };
                     writeln!(out, "{}", serde_json::to_string(&rec)?)?;
                     out.sync_data()?;
@@ -360,13 +362,14 @@ fn sliced_round(
     for &ci in order {
         let (srv, inst) =
             start_contender(&plan.contenders[ci], base_spec.clone(), tpl, dir, round)?;
-        servers.push((ci, srv, inst));
+        let rtt_us = super::network::round_trip_us(&connection(plan, &srv));
+        servers.push((ci, srv, inst, rtt_us));
     }
     let slices = (plan.spec.seconds / slice).max(1);
     let mut written = 0;
     for (w, t) in cells {
         if plan.spec.warmup_seconds > 0 {
-            for (ci, srv, _) in &servers {
+            for (ci, srv, _, _) in &servers {
                 let c = &plan.contenders[*ci];
                 measure_for(plan, c, srv, w, t, client_cpus, plan.spec.warmup_seconds, 0)?;
             }
@@ -375,7 +378,7 @@ fn sliced_round(
         for k in 0..slices {
             for position in 0..servers.len() {
                 // Rotate who goes first, slice by slice.
-                let (ci, srv, _) = &servers[(position + k as usize) % servers.len()];
+                let (ci, srv, _, rtt_us) = &servers[(position + k as usize) % servers.len()];
                 let c = &plan.contenders[*ci];
                 let (r, load) = measure_for(plan, c, srv, w, t, client_cpus, 0, slice)?;
                 recs.push(Record {
@@ -387,6 +390,7 @@ fn sliced_round(
                     result: r,
                     load,
                     slice: Some(k as u32),
+                    rtt_us: *rtt_us,
                 });
             }
         }
@@ -400,7 +404,7 @@ fn sliced_round(
         ));
         written += servers.len() as u64;
     }
-    for (ci, mut srv, inst) in servers {
+    for (ci, mut srv, inst, _) in servers {
         srv.stop()
             .with_context(|| format!("stopping {}", plan.contenders[ci].name))?;
         let _ = fs::remove_dir_all(&inst);
@@ -428,6 +432,14 @@ fn measure(
     )
 }
 
+/// How the client reaches `srv`: its socket, or TCP (`--transport tcp`).
+fn connection(plan: &BenchPlan, srv: &crate::server::Server) -> oltp::settings::ConnSettings {
+    match plan.spec.transport {
+        super::network::Transport::Socket => srv.state.conn_settings(),
+        super::network::Transport::Tcp => srv.state.tcp_settings(),
+    }
+}
+
 /// A warm-up of `warmup` seconds, then `seconds` measured (none: the warm-up alone).
 #[allow(clippy::too_many_arguments)]
 fn measure_for(
@@ -441,7 +453,7 @@ fn measure_for(
     seconds: u64,
 ) -> Result<(RunResult, Option<Load>)> {
     let mut s = plan.spec.run_settings(w);
-    s.conn = srv.state.conn_settings();
+    s.conn = connection(plan, srv);
     s.threads = t;
     s.client_cpus = client_cpus.to_vec();
     s.rand.seed = 0;

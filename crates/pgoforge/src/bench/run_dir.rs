@@ -31,6 +31,10 @@ pub struct Record {
     /// The slice of the round, in the sliced design (absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slice: Option<u32>,
+    /// The median `SELECT 1` round trip to this server over the run's transport, in µs, measured
+    /// when it started (absent in results recorded before it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_us: Option<f64>,
 }
 
 /// The run directory's plan.json: what was asked, so a resume or a report knows.

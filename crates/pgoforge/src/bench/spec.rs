@@ -40,6 +40,9 @@ pub struct BenchSpec {
     /// after the other, as plans always had it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slice_seconds: Option<u64>,
+    /// How the client connects (`--transport`); absent: the Unix socket, as plans always had it.
+    #[serde(default, skip_serializing_if = "super::network::Transport::is_socket")]
+    pub transport: super::network::Transport,
 }
 
 impl BenchSpec {
@@ -87,6 +90,7 @@ impl BenchSpec {
             budget_minutes: None,
             replay: None,
             slice_seconds: None,
+            transport: super::network::Transport::Socket,
         }
     }
 

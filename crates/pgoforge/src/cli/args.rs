@@ -217,6 +217,11 @@ pub struct BenchSpecArgs {
     /// against the plain design (docs/bench/trust.md).
     #[arg(long = "slice", value_name = "SECONDS")]
     pub slice: Option<u64>,
+    /// How the benchmark client connects: socket (the server's Unix socket) or tcp (to
+    /// 127.0.0.1: what a client on another host has to use, so runs to be compared with such
+    /// runs take it too) [socket]. Every run's round-trip time is measured before it either way.
+    #[arg(long, value_name = "socket|tcp", value_parser = |s: &str| s.parse::<pgoforge::bench::network::Transport>())]
+    pub transport: Option<pgoforge::bench::network::Transport>,
     /// The replay workload's file (`--workloads …,replay`; a training phase `replay`): a general or
     /// slow query log (long_query_time=0) or SQL, replayed per original connection.
     #[arg(long = "replay-file", value_name = "FILE")]
@@ -278,6 +283,7 @@ impl BenchSpecArgs {
             budget_minutes: self.budget_minutes,
             replay: self.replay(),
             slice_seconds: self.slice,
+            transport: self.transport.unwrap_or(d.transport),
         }
     }
 

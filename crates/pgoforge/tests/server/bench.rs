@@ -706,3 +706,59 @@ fn a_sliced_benchmark_alternates_between_running_servers_and_pairs_by_round() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("a slice is 1 to --time"), "{}", r.stderr);
 }
+
+/// `--transport tcp`: the client reaches every server over TCP (what a client on another host
+/// must use, so local runs compared with such runs take it too); each run records the round trip
+/// measured as its server started, and the report names the path. The default stays the socket,
+/// and its round trip is measured too.
+#[test]
+fn the_client_path_and_its_round_trip_are_measured_and_reported() {
+    let t = tempfile::tempdir().unwrap();
+    let w = t.path().to_str().unwrap();
+    let mut by = Vec::new();
+    for transport in ["tcp", "socket"] {
+        let run = t.path().join(transport);
+        let mut a = tiny_cli_bench(w, &run);
+        a.extend(["--allow-busy".into(), format!("--transport={transport}")]);
+        let r = common::pgoforge_with(a, &[]);
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+        let plan = std::fs::read_to_string(run.join("plan.json")).unwrap();
+        assert_eq!(
+            plan.contains("\"transport\": \"tcp\""),
+            transport == "tcp",
+            "{plan}"
+        );
+        let recs: Vec<serde_json::Value> = std::fs::read_to_string(run.join("results.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(recs.len(), 2);
+        for rec in &recs {
+            let want = if transport == "tcp" {
+                "tcp"
+            } else {
+                "unix-socket"
+            };
+            assert_eq!(rec["result"]["server"]["transport"], want, "{rec}");
+            let rtt = rec["rtt_us"].as_f64().expect("a round trip per run");
+            assert!(rtt > 0.0 && rtt < 100_000.0, "{rtt}");
+        }
+        let text = std::fs::read_to_string(run.join("report.txt")).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("Client: "))
+            .unwrap_or_else(|| panic!("no client line:\n{text}"))
+            .to_string();
+        assert!(
+            line.contains(if transport == "tcp" {
+                "tcp"
+            } else {
+                "unix-socket"
+            }),
+            "{line}"
+        );
+        by.push(line);
+    }
+    assert_ne!(by[0], by[1]);
+}

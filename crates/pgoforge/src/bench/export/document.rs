@@ -205,6 +205,9 @@ pub fn document(r: &Report) -> Vec<Block> {
     if let Some(p) = &r.position_effect {
         d.push(Block::Paragraph(p.sentence()));
     }
+    if let Some(n) = &r.network {
+        d.push(Block::Paragraph(n.sentence()));
+    }
     if let Some(cal) = &r.noise_floor {
         d.push(Block::Paragraph(format!(
             "Noise floor of this machine (A/A: {} against itself, {} s runs): per-round ratios \

@@ -61,6 +61,9 @@ pub fn text(r: &Report) -> String {
     if let Some(p) = &r.position_effect {
         let _ = writeln!(o, "{}", p.sentence());
     }
+    if let Some(n) = &r.network {
+        let _ = writeln!(o, "{}", n.sentence());
+    }
     if let Some(g) = &r.gate {
         for line in g.report_lines() {
             let _ = writeln!(o, "gate (mysql-test-run): {line}");
