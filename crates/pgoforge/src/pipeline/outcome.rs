@@ -186,25 +186,14 @@ pub fn package_contender(
         pgoforge_version: env!("CARGO_PKG_VERSION").into(),
         created: crate::infra::time::now_secs(),
         binary_note: String::new(),
-        // What was fetched (a --source-version may differ from the recipe's); runs recorded
-        // before the source carried it fall back to the recipe, which was all they could build.
-        debian_source: outcome.source.debian.clone().or_else(|| {
-            crate::recipe::Recipe::load(&outcome.recipe)
-                .ok()
-                .and_then(|r| match r.source {
-                    crate::recipe::SourceSpec::Debian {
-                        package,
-                        version,
-                        suite,
-                        ..
-                    } => Some(package::DebianSource {
-                        package,
-                        version,
-                        suite,
-                    }),
-                    _ => None,
-                })
-        }),
+        // What was fetched (a --source-version, or a recipe pinning another version since, may
+        // differ from the recipe now); runs recorded before the source carried it say it in
+        // their origin.
+        debian_source: outcome
+            .source
+            .debian
+            .clone()
+            .or_else(|| crate::source::debian_from_origin(&outcome.source.origin)),
     };
     package::package(&PackageRequest {
         binary: &c.binary,

@@ -107,6 +107,17 @@ fn debian_origin(package: &str, version: &str, suite: &str) -> String {
     format!("Debian source package {package} {version} ({suite})")
 }
 
+/// The Debian source package an origin written by [`debian_origin`] names: what a source
+/// recorded before sources carried it was built from (the recipe may pin another version now).
+pub fn from_origin(origin: &str) -> Option<DebianSource> {
+    let rest = origin.strip_prefix("Debian source package ")?;
+    let (package, rest) = rest.split_once(' ')?;
+    let (version, suite) = rest.split_once(" (")?;
+    let suite = suite.strip_suffix(')')?;
+    (!package.is_empty() && !version.is_empty() && !suite.is_empty())
+        .then(|| release(package, version, suite))
+}
+
 pub(super) fn fetch(package: &str, version: &str, suite: &str, sources: &Path) -> Result<Source> {
     let upstream = version.split_once(':').map_or(version, |(_, v)| v);
     let upstream = upstream.rsplit_once('-').map_or(upstream, |(u, _)| u);
@@ -154,6 +165,17 @@ pub(super) fn fetch(package: &str, version: &str, suite: &str, sources: &Path) -
 #[cfg(test)]
 mod debian_cache_tests {
     use super::*;
+
+    #[test]
+    fn an_origin_names_its_package_version_and_suite_and_nothing_else_does() {
+        let o = debian_origin("mariadb", "1:10.11.18-0+deb12u1", "bookworm");
+        assert_eq!(
+            from_origin(&o),
+            Some(release("mariadb", "1:10.11.18-0+deb12u1", "bookworm"))
+        );
+        assert_eq!(from_origin("tarball /x.tar.gz"), None);
+        assert_eq!(from_origin("Debian source package mariadb"), None);
+    }
 
     #[test]
     fn a_new_debian_revision_is_not_served_from_the_old_tree() {

@@ -14,6 +14,7 @@ use crate::infra::fs::{hex, sha256_file};
 use crate::recipe::{Recipe, SourceSpec};
 
 mod debian;
+pub use debian::from_origin as debian_from_origin;
 pub mod release;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
