@@ -1,6 +1,6 @@
 //! `pgoforge run`: the whole pipeline.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Result};
@@ -315,13 +315,33 @@ fn print_summary(out: &Outcome, r: &report::Report, total: f64) {
     );
     match (&out.winner, &out.package) {
         (Some(w), Some(p)) => println!(
-            "Package ({w}, the variant that measurably wins): {}\n  sha256 {}  ({:.1} MiB, {} files)",
+            "Package ({w}, the variant that measurably wins): {}\n  sha256 {}  ({:.1} MiB, {} files)\n  \
+             check it on any host: pgoforge package verify {}; deploy it: README.md inside it{}",
             p.path.display(),
             p.sha256,
             p.bytes as f64 / 1048576.0,
-            p.files
+            p.files,
+            p.path.display(),
+            if out.source.debian.is_some() {
+                format!(
+                    ", or in Debian's place: pgoforge package {w} --deb{}",
+                    work_dir_arg(out)
+                )
+            } else {
+                String::new()
+            }
         ),
         (Some(w), None) => println!("Winner: {w} (not packaged: --no-package)"),
         (None, _) => println!("No variant measurably beat the baseline; nothing packaged."),
+    }
+}
+
+/// `--work-dir DIR` for a command suggested to the user, when the run's work dir is not the
+/// default one.
+fn work_dir_arg(out: &Outcome) -> String {
+    let work = out.run_dir.parent().and_then(Path::parent);
+    match work {
+        Some(w) if !w.ends_with("pgoforge-work") => format!(" --work-dir {}", w.display()),
+        _ => String::new(),
     }
 }
