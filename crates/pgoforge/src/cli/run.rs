@@ -322,7 +322,9 @@ fn print_summary(out: &Outcome, r: &report::Report, total: f64) {
             p.bytes as f64 / 1048576.0,
             p.files,
             p.path.display(),
-            if out.source.debian.is_some() {
+            // The .deb replaces Debian 12's MariaDB (MySQL from Debian unstable has none to
+            // replace).
+            if out.source.debian.as_ref().is_some_and(|d| d.package == "mariadb") {
                 format!(
                     ", or in Debian's place: pgoforge package {w} --deb{}",
                     work_dir_arg(out)
