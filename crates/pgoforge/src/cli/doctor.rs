@@ -44,11 +44,7 @@ fn release_lines(recipe: &str, c: &ReleaseCheck) -> Vec<String> {
         "Source (recipe {recipe}):\n  builds     {} {}",
         c.package, c.building
     )];
-    let newest = c
-        .available
-        .iter()
-        .max_by(|a, b| release::compare(&a.version, &b.version));
-    if let Some(n) = newest {
+    if let Some(n) = c.newest() {
         v.push(format!(
             "  newest     {} ({}){}",
             n.version,

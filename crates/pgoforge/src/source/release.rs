@@ -42,11 +42,16 @@ pub struct ReleaseCheck {
 }
 
 impl ReleaseCheck {
-    /// The newest release offered, if it is newer than the one built.
-    pub fn newer(&self) -> Option<&Release> {
+    /// The newest release offered (None: nothing offered).
+    pub fn newest(&self) -> Option<&Release> {
         self.available
             .iter()
             .max_by(|a, b| compare(&a.version, &b.version))
+    }
+
+    /// The newest release offered, if it is newer than the one built.
+    pub fn newer(&self) -> Option<&Release> {
+        self.newest()
             .filter(|n| compare(&n.version, &self.building) == Ordering::Greater)
     }
 
@@ -159,11 +164,7 @@ pub fn newest(spec: &SourceSpec) -> Result<Release, String> {
             "--source-version newest: {why}; give the version itself (--source-version VERSION)"
         ));
     }
-    Ok(c.available
-        .iter()
-        .max_by(|a, b| compare(&a.version, &b.version))
-        .cloned()
-        .expect("checked non-empty"))
+    Ok(c.newest().cloned().expect("checked non-empty"))
 }
 
 /// The installed version of a binary package (None: not installed, or no dpkg).

@@ -101,13 +101,7 @@ fn an_older_pin_is_warned_about_and_newest_resolves_to_the_newest_served() {
         )),
         "{stderr}"
     );
-    let newest = c
-        .available
-        .iter()
-        .max_by(|a, b| release::compare(&a.version, &b.version))
-        .unwrap()
-        .version
-        .clone();
+    let newest = c.newest().unwrap().version.clone();
     let (p, stderr) = plan(&["--source-version", "newest"]);
     assert_eq!(p["request"]["recipe"]["source"]["version"], newest.as_str());
     assert!(
