@@ -51,6 +51,18 @@ impl ClusterState {
         matches!(self, ClusterState::NotConfigured)
     }
 
+    /// Where `variant`'s compiles run, once a cluster is configured at all (None: it is not,
+    /// and nothing about builds changes); an unavailable cluster keeps them here, saying why.
+    pub fn placement(&self, variant: Variant, compiler: &Compiler) -> Option<Placement> {
+        match self {
+            ClusterState::NotConfigured => None,
+            ClusterState::Unavailable { reason } => Some(Placement::Local {
+                reason: format!("the configured build cluster is unavailable: {reason}"),
+            }),
+            ClusterState::Ready { cluster } => Some(placement(variant, compiler, Some(cluster))),
+        }
+    }
+
     pub fn cluster(&self) -> Option<&Cluster> {
         match self {
             ClusterState::Ready { cluster } => Some(cluster),

@@ -150,22 +150,18 @@ pub fn main(a: BuildArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// Where a build's compiles go, in words.
+/// Where a build's compiles go, in words (the cluster is configured).
 fn placement_line(
     cluster: &pgoforge::builder::cluster::ClusterState,
     variant: pgoforge::builder::Variant,
     compiler: &pgoforge::toolchain::Compiler,
 ) -> String {
-    use pgoforge::builder::cluster::{placement, ClusterState, Placement};
-    match cluster {
-        ClusterState::Unavailable { reason } => {
-            format!("here (the configured build cluster is unavailable: {reason})")
+    use pgoforge::builder::cluster::Placement;
+    match cluster.placement(variant, compiler) {
+        Some(Placement::Cluster { scheduler, cpus }) => {
+            format!("on the build cluster ({scheduler}, {cpus} CPUs) through sccache")
         }
-        _ => match placement(variant, compiler, cluster.cluster()) {
-            Placement::Cluster { scheduler, cpus } => {
-                format!("on the build cluster ({scheduler}, {cpus} CPUs) through sccache")
-            }
-            Placement::Local { reason } => format!("here ({reason})"),
-        },
+        Some(Placement::Local { reason }) => format!("here ({reason})"),
+        None => "here (no build cluster configured)".into(),
     }
 }

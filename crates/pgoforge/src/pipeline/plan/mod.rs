@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::bench::order::OrderScheme;
 use crate::bench::spec::BenchSpec;
-use crate::builder::cluster::{placement, ClusterState, Placement};
+use crate::builder::cluster::{ClusterState, Placement};
 use crate::builder::Variant;
 use crate::gate::GateMode;
 use crate::pipeline::stage::StageId;
@@ -337,20 +337,8 @@ impl RunPlan {
             stages.push(StageId::Package);
         }
         // Where each build's compiles run, once a cluster is configured at all.
-        match &env.cluster {
-            ClusterState::NotConfigured => {}
-            ClusterState::Unavailable { reason } => {
-                for b in &mut builds {
-                    b.compiles = Some(Placement::Local {
-                        reason: format!("the configured build cluster is unavailable: {reason}"),
-                    });
-                }
-            }
-            ClusterState::Ready { cluster } => {
-                for b in &mut builds {
-                    b.compiles = Some(placement(b.variant, &req.compiler, Some(cluster)));
-                }
-            }
+        for b in &mut builds {
+            b.compiles = env.cluster.placement(b.variant, &req.compiler);
         }
         Ok(RunPlan {
             request: req,
