@@ -365,40 +365,39 @@ fn position_effect(
         ))
         .or_insert(r.position);
     }
-    let mut obs = Vec::new();
-    for &w in &plan.spec.workloads {
-        for &t in &plan.spec.threads {
-            let series: Vec<(&str, BTreeMap<u32, f64>)> = plan
-                .contenders
-                .iter()
-                .map(|c| {
-                    let v = by_round(records, &c.name, w, t, &|r: &Record| r.result.tps());
-                    (c.name.as_str(), v.into_iter().collect())
-                })
-                .filter(|(_, v): &(&str, BTreeMap<u32, f64>)| !v.is_empty())
-                .collect();
-            let Some((_, first)) = series.first() else {
-                continue;
-            };
-            let rounds: Vec<Vec<(f64, f64)>> = first
-                .keys()
-                .filter_map(|round| {
-                    series
-                        .iter()
-                        .map(|(name, v)| {
-                            let y = v.get(round).filter(|y| **y > 0.0)?;
-                            let p = pos.get(&(*name, w.to_string(), t, *round))?;
-                            Some((*p as f64, y.ln()))
-                        })
-                        .collect::<Option<Vec<_>>>()
-                })
-                .collect();
-            obs.push(CellObs { rounds });
-        }
-    }
     let position_of = |name: &str, w: &str, t: u32, round: u32| {
         pos.get(&(name, w.to_string(), t, round)).map(|p| *p as f64)
     };
+    // Per cell, the contenders' per-round throughput the cells already hold, in the rounds every
+    // contender of the cell ran.
+    let mut groups: Vec<Vec<&Cell>> = Vec::new();
+    for c in cells {
+        match groups
+            .iter_mut()
+            .find(|g| g[0].workload == c.workload && g[0].threads == c.threads)
+        {
+            Some(g) => g.push(c),
+            None => groups.push(vec![c]),
+        }
+    }
+    let obs: Vec<CellObs> = groups
+        .iter()
+        .map(|g| CellObs {
+            rounds: g[0]
+                .tps_rounds
+                .iter()
+                .filter_map(|(round, _)| {
+                    g.iter()
+                        .map(|c| {
+                            let (_, y) = c.tps_rounds.iter().find(|(r, _)| r == round)?;
+                            let p = position_of(&c.contender, &c.workload, c.threads, *round)?;
+                            (*y > 0.0).then(|| (p, y.ln()))
+                        })
+                        .collect::<Option<Vec<_>>>()
+                })
+                .collect(),
+        })
+        .collect();
     let pairs: Vec<Vec<(f64, f64)>> = cells
         .iter()
         .filter(|c| c.tps_vs_baseline.is_some())
