@@ -148,52 +148,34 @@ fn server_binary(root: &Path) -> Option<PathBuf> {
 /// Every file against SHA256SUMS, nothing unlisted; an edited configuration file is reported
 /// as such, not failed.
 fn hashes(root: &Path) -> Check {
-    let sums = match fs::read_to_string(root.join("SHA256SUMS")) {
+    let sums = match super::unpack::check_sums(root) {
         Ok(s) => s,
         Err(e) => return check("hashes", false, format!("no SHA256SUMS: {e}")),
     };
-    let mut listed = std::collections::BTreeSet::new();
-    let mut bad = Vec::new();
-    let mut edited = Vec::new();
-    for line in sums.lines().filter(|l| !l.trim().is_empty()) {
-        let Some((sum, name)) = line.split_once("  ") else {
-            bad.push(format!("malformed line '{}'", line.escape_debug()));
-            continue;
-        };
-        if name.starts_with('/') || name.split('/').any(|c| c == "..") {
-            bad.push(format!(
-                "'{}' names a file outside the package",
-                name.escape_debug()
-            ));
-            continue;
-        }
-        listed.insert(name.to_string());
-        match crate::infra::fs::sha256_file(&root.join(name)) {
-            Ok(got) if got == sum => {}
-            Ok(_) if editable(name) => edited.push(name.to_string()),
-            Ok(_) => bad.push(format!("{name} differs")),
-            Err(_) => bad.push(format!("{name} is missing")),
-        }
-    }
-    let present = crate::infra::fs::files_under(root, "").unwrap_or_default();
-    for f in present {
-        let rel = f
-            .strip_prefix(root)
-            .map(|r| r.display().to_string())
-            .unwrap_or_default();
-        if rel != "SHA256SUMS" && !listed.contains(&rel) {
-            bad.push(format!("{rel} is not in SHA256SUMS"));
-        }
-    }
+    let (edited, differing): (Vec<&String>, Vec<&String>) =
+        sums.differing.iter().partition(|n| editable(n));
+    let bad: Vec<String> = sums
+        .bad_lines
+        .iter()
+        .cloned()
+        .chain(differing.iter().map(|n| format!("{n} differs")))
+        .chain(sums.missing.iter().map(|n| format!("{n} is missing")))
+        .chain(
+            sums.unlisted
+                .iter()
+                .map(|n| format!("{n} is not in SHA256SUMS")),
+        )
+        .collect();
     let mut detail = if bad.is_empty() {
-        format!("{} files match SHA256SUMS", listed.len() - edited.len())
+        format!("{} files match SHA256SUMS", sums.matching)
     } else {
         format!("damaged or altered: {}", bad.join("; "))
     };
     if !edited.is_empty() {
+        let names: Vec<&str> = edited.iter().map(|n| n.as_str()).collect();
         detail += &format!(
             "; changed since packaged (local edits?): {}",
-            edited.join(", ")
+            names.join(", ")
         );
     }
     check("hashes", bad.is_empty(), detail)
