@@ -6,7 +6,9 @@
 # name, each with its profile runtime, matching llvm-profdata and lld for ThinLTO), and the default
 # recipe's build dependencies (`pgoforge run` checks them; a test checks the check), lintian (the
 # .deb test checks the package with it), and sccache-dist with bubblewrap (the build-cluster test
-# runs a scheduler and a build server in a network namespace). Safe to rerun.
+# runs a scheduler and a build server in a network namespace), and OpenSSH (the client-host test
+# runs its own sshd in a network namespace; policy-rc.d keeps the system's ssh service from
+# starting). Safe to rerun.
 set -euo pipefail
 
 # The default recipe's [source] version; tests/fast/defaults.rs checks they agree. When the
@@ -42,6 +44,7 @@ $SUDO apt-get install -y -q --allow-downgrades --no-install-recommends \
   "${pkgs[@]}" sysbench procps build-essential pkg-config \
   cmake binutils clang-16 llvm-16 lld-16 libclang-rt-16-dev \
   clang-22 llvm-22 lld-22 libclang-rt-22-dev bolt-22 zstd dpkg-dev lintian valgrind bubblewrap \
+  openssh-server openssh-client iproute2 \
   bison libssl-dev zlib1g-dev libpcre2-dev libfmt-dev libncurses-dev libaio-dev liburing-dev libxml2-dev
 
 # sccache with sccache-dist for the build-cluster test (Debian 12's sccache 0.4 has no dist

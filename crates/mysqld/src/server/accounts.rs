@@ -1,5 +1,6 @@
 //! Accounts on a fresh server: a benchmark user with a random password, reachable only from this
-//! machine (socket and 127.0.0.1), and a superuser that never accepts a passwordless TCP login.
+//! machine (socket and 127.0.0.1) and, for a remote benchmark client, from that one address; and a
+//! superuser that never accepts a passwordless TCP login.
 
 use anyhow::{Context, Result};
 use oltp::proto::Conn;
@@ -84,6 +85,31 @@ pub fn create_on_copy(conn: &mut Conn, creds: &Credentials) -> Result<()> {
     for sql in stmts {
         conn.query(&sql)
             .with_context(|| format!("setting up accounts on the copy: {}", redact(&sql, creds)))?;
+    }
+    Ok(())
+}
+
+/// Lets the benchmark user in from `client` too (a benchmark client on another host), with the
+/// same random password and the same grant as from this machine; the superuser stays local.
+pub fn allow_client(root: &mut Conn, creds: &Credentials, client: std::net::IpAddr) -> Result<()> {
+    let stmts = [
+        format!(
+            "CREATE USER IF NOT EXISTS '{}'@'{client}' IDENTIFIED BY '{}'",
+            creds.user, creds.password
+        ),
+        format!(
+            "ALTER USER '{}'@'{client}' IDENTIFIED BY '{}'",
+            creds.user, creds.password
+        ),
+        format!(
+            "GRANT ALL ON `{}`.* TO '{}'@'{client}'",
+            creds.db, creds.user
+        ),
+    ];
+    for sql in stmts {
+        root.query(&sql).with_context(|| {
+            format!("letting in the client at {client}: {}", redact(&sql, creds))
+        })?;
     }
     Ok(())
 }

@@ -53,6 +53,8 @@ pub struct Instance<'a> {
     pub charsets_dir: Option<&'a Path>,
     /// `user=` line, needed when running as root.
     pub os_user: Option<&'a str>,
+    /// An address listened on besides 127.0.0.1 (a remote benchmark client's way in).
+    pub also_listen: Option<std::net::IpAddr>,
 }
 
 impl ServerConfig {
@@ -64,7 +66,12 @@ impl ServerConfig {
         line("datadir", &i.datadir.display());
         line("socket", &i.socket.display());
         line("port", &i.port);
-        line("bind-address", &"127.0.0.1");
+        // MySQL 8.0.13+ and MariaDB 10.11+ take a list: loopback stays for local tools, and the
+        // one extra address is the interface a remote client reaches, never every interface.
+        match i.also_listen {
+            Some(ip) => line("bind-address", &format!("127.0.0.1,{ip}")),
+            None => line("bind-address", &"127.0.0.1"),
+        }
         line("pid-file", &i.pid_file.display());
         line("log-error", &i.error_log.display());
         line("tmpdir", &i.tmpdir.display());
@@ -137,6 +144,7 @@ mod tests {
             lc_messages_dir: None,
             charsets_dir: None,
             os_user: Some("root"),
+            also_listen: None,
         };
         let cfg = ServerConfig::default();
         let maria = cfg.render(&flavor("mariadbd  Ver 10.11.18-MariaDB for x"), &i);
@@ -154,6 +162,13 @@ mod tests {
             &i,
         );
         assert!(old.contains("innodb_log_file_size"));
+        let remote = Instance {
+            also_listen: Some("10.1.2.3".parse().unwrap()),
+            ..i
+        };
+        let r = cfg.render(&flavor("mariadbd  Ver 10.11.18-MariaDB for x"), &remote);
+        assert!(r.contains("bind-address = 127.0.0.1,10.1.2.3\n"), "{r}");
+        assert!(!r.contains("0.0.0.0"));
     }
 
     #[test]

@@ -149,6 +149,7 @@ impl Server {
                 lc_messages_dir: layout.lc_messages_dir.as_deref(),
                 charsets_dir: layout.charsets_dir.as_deref(),
                 os_user: Some(&user),
+                also_listen: spec.also_listen,
             },
         );
         fs::write(&paths.cnf, text).with_context(|| format!("writing {}", paths.cnf.display()))

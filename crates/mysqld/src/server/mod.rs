@@ -42,6 +42,9 @@ pub struct ServerSpec {
     pub cpus: Option<Vec<usize>>,
     /// A fixed port; `None` picks a free one.
     pub port: Option<u16>,
+    /// One more address the server listens on besides 127.0.0.1: the one a benchmark client on
+    /// another host reaches (`bench --client-host`). Never 0.0.0.0: only that interface.
+    pub also_listen: Option<std::net::IpAddr>,
     pub start_timeout: Duration,
     pub stop_timeout: Duration,
     /// Let the server outlive this process (`pgoforge server start`); otherwise it dies with us.
@@ -70,6 +73,7 @@ impl ServerSpec {
             source_dir: None,
             cpus: None,
             port: None,
+            also_listen: None,
             start_timeout: Duration::from_secs(120),
             stop_timeout: Duration::from_secs(300),
             detach: false,
@@ -183,6 +187,20 @@ impl Server {
         accounts::rotate(&mut self.state.root()?, &creds)?;
         self.state.credentials = creds;
         self.state.save()
+    }
+
+    /// Lets the benchmark user in from a client at `client` (see [`accounts::allow_client`]).
+    pub fn allow_client(&self, client: std::net::IpAddr) -> Result<()> {
+        accounts::allow_client(&mut self.state.root()?, &self.state.credentials, client)
+    }
+
+    /// How a client at another host reaches this server: TCP to `addr`, which the server
+    /// listens on (`ServerSpec::also_listen`).
+    pub fn remote_settings(&self, addr: std::net::IpAddr) -> oltp::settings::ConnSettings {
+        oltp::settings::ConnSettings {
+            hosts: vec![addr.to_string()],
+            ..self.state.tcp_settings()
+        }
     }
 
     pub fn log_tail(&self, n: usize) -> String {

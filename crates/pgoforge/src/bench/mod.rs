@@ -7,12 +7,14 @@
 pub mod adaptive;
 pub mod cachegrind;
 pub mod calibrate;
+pub mod client;
 pub mod environment;
 pub mod export;
 pub mod load;
 pub mod network;
 pub mod order;
 pub mod plan;
+pub mod remote;
 pub mod report;
 pub mod report_rows;
 pub mod run;

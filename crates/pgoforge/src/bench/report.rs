@@ -430,13 +430,20 @@ pub struct NetworkSummary {
     pub transport: String,
     /// Median over the servers' starts of the median `SELECT 1` round trip, µs.
     pub rtt_us: f64,
+    /// The client host the runs came from (`--client-host`); absent: the servers' own host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_host: Option<String>,
 }
 
 impl NetworkSummary {
     pub fn sentence(&self) -> String {
+        let from = match &self.client_host {
+            Some(h) => format!(" from the client host {h}"),
+            None => String::new(),
+        };
         format!(
-            "Client: {} to every server; median round trip {:.0} µs (SELECT 1, measured as each \
-             server started).",
+            "Client: {}{from} to every server; median round trip {:.0} µs (SELECT 1, measured \
+             as each server started).",
             self.transport, self.rtt_us
         )
     }
@@ -448,6 +455,7 @@ fn network(records: &[Record]) -> Option<NetworkSummary> {
     Some(NetworkSummary {
         transport: first.result.server.transport.clone(),
         rtt_us: super::stats::median(&rtts),
+        client_host: first.client.clone(),
     })
 }
 

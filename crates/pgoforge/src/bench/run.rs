@@ -15,6 +15,7 @@ use anyhow::{bail, Context, Result};
 use oltp::settings::TestName;
 use oltp::RunResult;
 
+use super::client::Client;
 use super::load::{wait_until_quiet, Guard, Load, Meter};
 use super::order::round_order;
 use super::plan::{BenchPlan, Contender};
@@ -86,11 +87,13 @@ pub fn benchmark(
         (true, Some((s, c))) => (Some(s), c),
         _ => (None, Vec::new()),
     };
-    let base_spec = ServerSpec {
+    // A client on another host is reached (and refused, if it cannot be) before any server.
+    let client = Client::open(&plan.spec, log)?;
+    let base_spec = client.server_spec(ServerSpec {
         config: plan.config.clone(),
         cpus: server_cpus,
         ..ServerSpec::new(&plan.contenders[0].binary)
-    };
+    });
     log("preparing the dataset template");
     let tpl = template::ensure(work_dir, &base_spec, &plan.spec.datasets())?;
     let mut out = OpenOptions::new()
@@ -146,6 +149,7 @@ pub fn benchmark(
                 &base_spec,
                 dir,
                 &client_cpus,
+                &client,
                 &mut out,
                 log,
             )?;
@@ -169,9 +173,10 @@ pub fn benchmark(
                     continue;
                 }
                 let (mut srv, inst) = start_contender(c, base_spec.clone(), &tpl, dir, round)?;
-                let rtt_us = super::network::round_trip_us(&connection(plan, &srv));
+                client.admit(&srv)?;
+                let rtt_us = client.round_trip_us(&client.conn(&srv))?;
                 for (w, t) in cells {
-                    let (r, load) = measure(plan, c, &srv, w, t, &client_cpus)?;
+                    let (r, load) = measure(plan, c, &srv, w, t, &client_cpus, &client)?;
                     if let Some(l) = load.as_ref().filter(|l| l.disturbed()) {
                         log(&format!(
                             "round {round}: {} {w} {t} thr was disturbed: other processes used {:.0}% of the CPU",
@@ -195,6 +200,7 @@ pub fn benchmark(
                         load,
                         slice: None,
                         rtt_us,
+                        client: client.origin(),
                     };
                     writeln!(out, "{}", serde_json::to_string(&rec)?)?;
                     out.sync_data()?;
@@ -341,6 +347,7 @@ fn sliced_round(
     base_spec: &ServerSpec,
     dir: &Path,
     client_cpus: &[usize],
+    client: &Client,
     out: &mut fs::File,
     log: &dyn Fn(&str),
 ) -> Result<u64> {
@@ -362,7 +369,8 @@ fn sliced_round(
     for &ci in order {
         let (srv, inst) =
             start_contender(&plan.contenders[ci], base_spec.clone(), tpl, dir, round)?;
-        let rtt_us = super::network::round_trip_us(&connection(plan, &srv));
+        client.admit(&srv)?;
+        let rtt_us = client.round_trip_us(&client.conn(&srv))?;
         servers.push((ci, srv, inst, rtt_us));
     }
     let slices = (plan.spec.seconds / slice).max(1);
@@ -371,7 +379,17 @@ fn sliced_round(
         if plan.spec.warmup_seconds > 0 {
             for (ci, srv, _, _) in &servers {
                 let c = &plan.contenders[*ci];
-                measure_for(plan, c, srv, w, t, client_cpus, plan.spec.warmup_seconds, 0)?;
+                measure_for(
+                    plan,
+                    c,
+                    srv,
+                    w,
+                    t,
+                    client_cpus,
+                    client,
+                    plan.spec.warmup_seconds,
+                    0,
+                )?;
             }
         }
         let mut recs = Vec::new();
@@ -380,7 +398,7 @@ fn sliced_round(
                 // Rotate who goes first, slice by slice.
                 let (ci, srv, _, rtt_us) = &servers[(position + k as usize) % servers.len()];
                 let c = &plan.contenders[*ci];
-                let (r, load) = measure_for(plan, c, srv, w, t, client_cpus, 0, slice)?;
+                let (r, load) = measure_for(plan, c, srv, w, t, client_cpus, client, 0, slice)?;
                 recs.push(Record {
                     round,
                     position,
@@ -391,6 +409,7 @@ fn sliced_round(
                     load,
                     slice: Some(k as u32),
                     rtt_us: *rtt_us,
+                    client: client.origin(),
                 });
             }
         }
@@ -419,6 +438,7 @@ fn measure(
     w: TestName,
     t: u32,
     client_cpus: &[usize],
+    client: &Client,
 ) -> Result<(RunResult, Option<Load>)> {
     measure_for(
         plan,
@@ -427,17 +447,10 @@ fn measure(
         w,
         t,
         client_cpus,
+        client,
         plan.spec.warmup_seconds,
         plan.spec.seconds,
     )
-}
-
-/// How the client reaches `srv`: its socket, or TCP (`--transport tcp`).
-fn connection(plan: &BenchPlan, srv: &crate::server::Server) -> oltp::settings::ConnSettings {
-    match plan.spec.transport {
-        super::network::Transport::Socket => srv.state.conn_settings(),
-        super::network::Transport::Tcp => srv.state.tcp_settings(),
-    }
 }
 
 /// A warm-up of `warmup` seconds, then `seconds` measured (none: the warm-up alone).
@@ -449,11 +462,12 @@ fn measure_for(
     w: TestName,
     t: u32,
     client_cpus: &[usize],
+    client: &Client,
     warmup: u64,
     seconds: u64,
 ) -> Result<(RunResult, Option<Load>)> {
     let mut s = plan.spec.run_settings(w);
-    s.conn = connection(plan, srv);
+    s.conn = client.conn(srv);
     s.threads = t;
     s.client_cpus = client_cpus.to_vec();
     s.rand.seed = 0;
@@ -461,15 +475,17 @@ fn measure_for(
     s.ignore_errors = oltp::settings::IgnoreErrors::survivable();
     if warmup > 0 {
         s.time_s = warmup;
-        let r = oltp::run(&s, &mut oltp::Quiet)
-            .map_err(|e| anyhow::anyhow!("warm-up of {} {w}: {e}", c.name))?;
+        let r = client
+            .run(&s)
+            .map_err(|e| anyhow::anyhow!("warm-up of {} {w}: {e:#}", c.name))?;
         if seconds == 0 {
             return Ok((r, None));
         }
     }
     s.time_s = seconds;
     let meter = Meter::start(srv.state.pid);
-    let r = oltp::run(&s, &mut oltp::Quiet)
-        .map_err(|e| anyhow::anyhow!("{} {w} {t} threads: {e}", c.name))?;
+    let r = client
+        .run(&s)
+        .map_err(|e| anyhow::anyhow!("{} {w} {t} threads: {e:#}", c.name))?;
     Ok((r, meter.and_then(|m| m.stop())))
 }

@@ -35,6 +35,10 @@ pub struct Record {
     /// when it started (absent in results recorded before it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rtt_us: Option<f64>,
+    /// The client host the run was driven from (`--client-host`: destination and address);
+    /// absent: this host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
 }
 
 /// The run directory's plan.json: what was asked, so a resume or a report knows.

@@ -43,6 +43,10 @@ pub struct BenchSpec {
     /// How the client connects (`--transport`); absent: the Unix socket, as plans always had it.
     #[serde(default, skip_serializing_if = "super::network::Transport::is_socket")]
     pub transport: super::network::Transport,
+    /// The benchmark client on a host of its own (`--client-host`, over ssh; the transport is
+    /// then TCP). Absent: this host, as plans always had it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_host: Option<super::remote::ClientHost>,
 }
 
 impl BenchSpec {
@@ -91,6 +95,7 @@ impl BenchSpec {
             replay: None,
             slice_seconds: None,
             transport: super::network::Transport::Socket,
+            client_host: None,
         }
     }
 

@@ -222,6 +222,16 @@ pub struct BenchSpecArgs {
     /// runs take it too) [socket]. Every run's round-trip time is measured before it either way.
     #[arg(long, value_name = "socket|tcp", value_parser = |s: &str| s.parse::<pgoforge::bench::network::Transport>())]
     pub transport: Option<pgoforge::bench::network::Transport>,
+    /// Run the benchmark client on another host, over ssh ([user@]host; ~/.ssh/config applies;
+    /// a key or an agent, no password prompt): pgoforge copies itself there for the benchmark and
+    /// removes itself after. The servers stay here, listening on 127.0.0.1 and on the one address
+    /// the client reaches; the benchmark user is let in from the client's address only. The
+    /// transport is TCP (compare with local runs made with --transport tcp).
+    #[arg(long = "client-host", value_name = "[USER@]HOST")]
+    pub client_host: Option<String>,
+    /// An ssh config file for --client-host (`ssh -F FILE`) [ssh's own].
+    #[arg(long = "ssh-config", value_name = "FILE", requires = "client_host")]
+    pub ssh_config: Option<std::path::PathBuf>,
     /// The replay workload's file (`--workloads …,replay`; a training phase `replay`): a general or
     /// slow query log (long_query_time=0) or SQL, replayed per original connection.
     #[arg(long = "replay-file", value_name = "FILE")]
@@ -283,7 +293,27 @@ impl BenchSpecArgs {
             budget_minutes: self.budget_minutes,
             replay: self.replay(),
             slice_seconds: self.slice,
-            transport: self.transport.unwrap_or(d.transport),
+            transport: self.transport_for_client(d.transport),
+            client_host: self.client_host.as_ref().map(|h| {
+                pgoforge::bench::remote::ClientHost::parse(h, self.ssh_config.clone())
+                    .unwrap_or_else(|e| super::usage_error(e))
+            }),
+        }
+    }
+
+    /// A client on another host reaches the servers over TCP; asking for the socket with it is a
+    /// contradiction, refused.
+    fn transport_for_client(
+        &self,
+        default: pgoforge::bench::network::Transport,
+    ) -> pgoforge::bench::network::Transport {
+        use pgoforge::bench::network::Transport;
+        match (self.client_host.is_some(), self.transport) {
+            (true, Some(Transport::Socket)) => super::usage_error(
+                "--client-host reaches the servers over TCP: leave out --transport socket",
+            ),
+            (true, _) => Transport::Tcp,
+            (false, t) => t.unwrap_or(default),
         }
     }
 

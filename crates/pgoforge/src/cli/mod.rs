@@ -64,6 +64,10 @@ enum Command {
     Doctor(doctor::DoctorArgs),
     /// List the embedded recipes.
     Recipes(recipes::RecipesArgs),
+    /// The benchmark client's side of `--client-host`: started by pgoforge over ssh, it answers
+    /// run requests on stdin (JSON lines) until stdin closes. Not for people.
+    #[command(hide = true)]
+    ClientServe,
 }
 
 /// Runs the command line; the returned value is the process exit status.
@@ -86,6 +90,7 @@ pub fn main() -> anyhow::Result<i32> {
         Command::Report(args) => report::main(args),
         Command::Run(args) => run::main(*args),
         Command::Package(args) => package::main(args),
+        Command::ClientServe => pgoforge::bench::remote::serve(),
     }
 }
 

@@ -8,6 +8,7 @@ mod common;
 mod bad_input;
 mod bench;
 mod cli_oltp;
+mod client_host;
 mod deploy;
 mod interop;
 mod release;

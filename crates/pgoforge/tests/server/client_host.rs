@@ -1,0 +1,392 @@
+//! `--client-host`: the benchmark client on a host of its own, over ssh — tested for real on one
+//! machine. The "client host" is a network namespace the test creates, reached over a veth pair
+//! at addresses inside it, with a real sshd (OpenSSH) listening there on its own keys and config;
+//! Debian's mariadbd runs here. pgoforge copies itself over ssh and drives every run from the
+//! namespace: the servers' general logs show every benchmark connection arriving from the
+//! client's address, never from this side. Killing the client host's sshd, or the remote client
+//! itself, mid-run stops the benchmark with a clear error and leaves no process and no copied
+//! binary behind. Everything the test starts or creates is removed again, pass or fail.
+
+use crate::common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn sh(cmd: &str) -> (bool, String) {
+    let out = Command::new("sh").args(["-c", cmd]).output().unwrap();
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// The namespace with its sshd, and an ssh config that reaches it as `client`: gone on drop.
+struct ClientHost {
+    dir: tempfile::TempDir,
+    ns: String,
+    veth: String,
+    sshd: Option<Child>,
+    host_ip: String,
+    ns_ip: String,
+}
+
+impl Drop for ClientHost {
+    fn drop(&mut self) {
+        if let Some(mut d) = self.sshd.take() {
+            let _ = d.kill();
+            let _ = d.wait();
+        }
+        for pid in self.pids() {
+            let _ = sh(&format!("kill -9 {pid} 2>/dev/null"));
+        }
+        let _ = sh(&format!("ip link del {} 2>/dev/null", self.veth));
+        let _ = sh(&format!("ip netns del {} 2>/dev/null", self.ns));
+    }
+}
+
+impl ClientHost {
+    fn start(tag: u32) -> ClientHost {
+        for tool in ["ip", "ssh", "ssh-keygen", "/usr/sbin/sshd"] {
+            assert!(
+                sh(&format!("command -v {tool}")).0,
+                "{tool} is missing: scripts/install-test-deps.sh installs it (openssh-server)"
+            );
+        }
+        let id = (std::process::id() * 2 + tag) % 60000;
+        let (a, b) = ((id / 62) % 250 + 1, (id % 62) * 4);
+        let mut c = ClientHost {
+            dir: tempfile::tempdir().unwrap(),
+            ns: format!("pgf-cli-{id}"),
+            veth: format!("pgfc{id}"),
+            sshd: None,
+            host_ip: format!("10.78.{a}.{}", b + 1),
+            ns_ip: format!("10.78.{a}.{}", b + 2),
+        };
+        let setup = format!(
+            "set -e; ip netns add {ns}; ip link add {v}h type veth peer name {v}n; \
+             ip link set {v}n netns {ns}; ip addr add {h}/30 dev {v}h; ip link set {v}h up; \
+             ip netns exec {ns} ip addr add {n}/30 dev {v}n; \
+             ip netns exec {ns} ip link set {v}n up; ip netns exec {ns} ip link set lo up",
+            ns = c.ns,
+            v = c.veth,
+            h = c.host_ip,
+            n = c.ns_ip
+        );
+        c.veth = format!("{}h", c.veth);
+        let (ok, out) = sh(&setup);
+        assert!(ok, "creating the network namespace (needs root): {out}");
+        let d = c.dir.path().to_path_buf();
+        for key in ["host_key", "client_key"] {
+            let (ok, out) = sh(&format!(
+                "ssh-keygen -q -t ed25519 -N '' -f {}",
+                d.join(key).display()
+            ));
+            assert!(ok, "{out}");
+        }
+        fs::copy(d.join("client_key.pub"), d.join("authorized_keys")).unwrap();
+        fs::write(
+            d.join("sshd_config"),
+            format!(
+                "ListenAddress {ip}\nPort 22\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
+                 PidFile {d}/sshd.pid\nUsePAM no\nStrictModes no\nPermitRootLogin prohibit-password\n\
+                 PasswordAuthentication no\nKbdInteractiveAuthentication no\n",
+                ip = c.ns_ip,
+                d = d.display()
+            ),
+        )
+        .unwrap();
+        fs::write(
+            d.join("ssh_config"),
+            format!(
+                "Host client\n  HostName {ip}\n  User root\n  IdentityFile {d}/client_key\n  \
+                 IdentitiesOnly yes\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  \
+                 LogLevel ERROR\n",
+                ip = c.ns_ip,
+                d = d.display()
+            ),
+        )
+        .unwrap();
+        // sshd's privilege separation directory; /run is a tmpfs, nothing of the system's.
+        fs::create_dir_all("/run/sshd").unwrap();
+        let log = fs::File::create(d.join("sshd.log")).unwrap();
+        c.sshd = Some(
+            Command::new("ip")
+                .args(["netns", "exec", &c.ns, "/usr/sbin/sshd", "-D", "-e", "-f"])
+                .arg(d.join("sshd_config"))
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .unwrap(),
+        );
+        let t0 = Instant::now();
+        while !c.ssh("true").0 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "sshd in {} never answered: {}",
+                c.ns,
+                fs::read_to_string(d.join("sshd.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        c
+    }
+
+    fn ssh_config(&self) -> PathBuf {
+        self.dir.path().join("ssh_config")
+    }
+
+    fn ssh(&self, cmd: &str) -> (bool, String) {
+        sh(&format!(
+            "ssh -F {} -o BatchMode=yes client '{cmd}'",
+            self.ssh_config().display()
+        ))
+    }
+
+    /// Live processes inside the namespace (zombies are gone: nothing here reaps them).
+    fn pids(&self) -> Vec<u32> {
+        sh(&format!("ip netns pids {} 2>/dev/null", self.ns))
+            .1
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .filter(|p| pgoforge::infra::pid_alive(*p))
+            .collect()
+    }
+
+    fn comm(pid: u32) -> String {
+        fs::read_to_string(format!("/proc/{pid}/comm"))
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    }
+
+    /// `pgoforge bench` of two names for Debian's mariadbd, driven from the client host, every
+    /// server logging its connections to `general`.
+    fn bench(&self, work: &Path, run: &Path, seconds: u32, general: &Path) -> Command {
+        let mut a = common::tiny_bench(work, run, "oltp_point_select");
+        a.retain(|x| !x.starts_with("--time="));
+        a.extend([
+            format!("--time={seconds}"),
+            "--allow-busy".into(),
+            "--allow-noisy".into(),
+            "--client-host=client".into(),
+            format!("--ssh-config={}", self.ssh_config().display()),
+            "--set=general_log=ON".into(),
+            format!("--set=general_log_file={}", general.display()),
+        ]);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_pgoforge"));
+        cmd.args(a);
+        cmd
+    }
+}
+
+/// Copies of pgoforge the client side made (its temporary directories share this machine's /tmp).
+fn copies() -> Vec<PathBuf> {
+    fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("pgoforge-client."))
+        })
+        .collect()
+}
+
+#[test]
+fn a_client_on_another_host_drives_every_run_over_tcp_from_its_own_address() {
+    let host = ClientHost::start(0);
+    let t = tempfile::tempdir().unwrap();
+    let run = t.path().join("r");
+    let general = t.path().join("general.log");
+    let before = copies();
+    let out = host
+        .bench(t.path(), &run, 2, &general)
+        .output()
+        .expect("running pgoforge");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let plan = fs::read_to_string(run.join("plan.json")).unwrap();
+    assert!(plan.contains("\"transport\": \"tcp\""), "{plan}");
+    assert!(plan.contains("\"destination\": \"client\""), "{plan}");
+    assert!(!plan.contains("ssh_config"), "{plan}");
+    let recs: Vec<serde_json::Value> = fs::read_to_string(run.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(recs.len(), 2);
+    for rec in &recs {
+        assert_eq!(rec["result"]["server"]["transport"], "tcp", "{rec}");
+        let endpoint = rec["result"]["server"]["endpoints"][0].as_str().unwrap();
+        assert!(endpoint.contains(&host.host_ip), "{endpoint}");
+        assert!(rec["result"]["transactions"].as_u64().unwrap() > 0, "{rec}");
+        let rtt = rec["rtt_us"].as_f64().expect("a round trip per run");
+        assert!(rtt > 0.0 && rtt < 100_000.0, "{rtt}");
+        let from = rec["client"].as_str().expect("the client host per run");
+        assert!(from.contains(&host.ns_ip), "{from}");
+    }
+    // Every benchmark connection came from the client host's address, none from this side.
+    let log = fs::read_to_string(&general).unwrap();
+    let from_client = format!("sbtest@{}", host.ns_ip);
+    assert!(log.contains(&from_client), "{log}");
+    assert!(!log.contains(&format!("sbtest@{}", host.host_ip)), "{log}");
+    assert!(
+        !log.contains("root@10."),
+        "the superuser stays local:\n{log}"
+    );
+    let report = fs::read_to_string(run.join("report.txt")).unwrap();
+    let line = report
+        .lines()
+        .find(|l| l.starts_with("Client: "))
+        .unwrap_or_else(|| panic!("no client line:\n{report}"));
+    assert!(
+        line.contains("tcp from the client host client") && line.contains(&host.ns_ip),
+        "{line}"
+    );
+    // Nothing stays on the client host: its process ended, its copy is removed.
+    let t0 = Instant::now();
+    while host
+        .pids()
+        .iter()
+        .any(|p| ClientHost::comm(*p) == "pgoforge")
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the remote client stayed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(copies(), before);
+    assert!(common::processes_mentioning(t.path()).is_empty());
+}
+
+#[test]
+fn losing_the_client_host_mid_run_stops_with_a_clear_error_and_leaves_nothing() {
+    for (tag, victim) in [(1, "sshd"), (2, "pgoforge")] {
+        let host = ClientHost::start(tag);
+        let t = tempfile::tempdir().unwrap();
+        let run = t.path().join("r");
+        let before = copies();
+        let mut child = host
+            .bench(t.path(), &run, 30, &t.path().join("general.log"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Mid-run: the remote client is up and its first run has begun.
+        let t0 = Instant::now();
+        loop {
+            let serving = host
+                .pids()
+                .into_iter()
+                .any(|p| ClientHost::comm(p) == "pgoforge");
+            let started = fs::read_dir(run.join("instances"))
+                .map(|d| d.count() > 0)
+                .unwrap_or(false);
+            if serving && started {
+                break;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(120),
+                "the remote client never started"
+            );
+            assert!(child.try_wait().unwrap().is_none(), "pgoforge ended early");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        std::thread::sleep(Duration::from_secs(3));
+        for p in host.pids() {
+            if ClientHost::comm(p) == victim {
+                let _ = sh(&format!("kill -9 {p}"));
+            }
+        }
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "pgoforge did not notice that {victim} died"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        let mut stderr = String::new();
+        use std::io::Read;
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        assert_eq!(status.code(), Some(1), "{victim}: {status:?} {stderr}");
+        assert!(
+            stderr.contains("the benchmark client on client stopped")
+                && stderr.contains("--resume"),
+            "{victim}: {stderr}"
+        );
+        let t0 = Instant::now();
+        while host
+            .pids()
+            .iter()
+            .any(|p| ClientHost::comm(*p) == "pgoforge")
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "{victim}: the remote client stayed"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let t0 = Instant::now();
+        while copies() != before {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "{victim}: the copied binary stayed: {:?}",
+                copies()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(
+            common::processes_mentioning(t.path()).is_empty(),
+            "{victim}: servers stayed: {:?}",
+            common::processes_mentioning(t.path())
+        );
+    }
+}
+
+#[test]
+fn an_unreachable_client_host_is_refused_before_any_server_starts() {
+    let t = tempfile::tempdir().unwrap();
+    let run = t.path().join("r");
+    let mut a = common::tiny_bench(t.path(), &run, "oltp_point_select");
+    // 192.0.2.0/24 is TEST-NET-1: never routed.
+    a.extend(["--client-host=root@192.0.2.1".into(), "--allow-busy".into()]);
+    let r = common::pgoforge_with(a, &[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("cannot reach the client host root@192.0.2.1 over ssh"),
+        "{}",
+        r.stderr
+    );
+    assert!(common::processes_mentioning(t.path()).is_empty());
+    let mut bad = common::tiny_bench(t.path(), &t.path().join("r2"), "oltp_point_select");
+    bad.extend(["--client-host=-oProxyCommand=x".into()]);
+    let r = common::pgoforge_with(bad, &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let mut both = common::tiny_bench(t.path(), &t.path().join("r3"), "oltp_point_select");
+    both.extend(["--client-host=h".into(), "--transport=socket".into()]);
+    let r = common::pgoforge_with(both, &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("leave out --transport socket"),
+        "{}",
+        r.stderr
+    );
+}
