@@ -213,8 +213,9 @@ pub struct BenchSpecArgs {
     /// The sliced design: every contender's server up at once each round, the client alternating
     /// between them every SECONDS (a round's slices averaged, so pairing stays by round and each
     /// round still restarts the servers on fresh copies) — seconds-scale noise then hits all
-    /// contenders alike. Needs memory for every contender's buffer pool at once. Not yet measured
-    /// against the plain design (docs/bench/trust.md).
+    /// contenders alike. Needs memory for every contender's buffer pool at once. On a noisy host
+    /// about 4x less scatter per round than the plain design in equal time; not yet measured on
+    /// a quiet one, so not the default (docs/bench/trust.md).
     #[arg(long = "slice", value_name = "SECONDS")]
     pub slice: Option<u64>,
     /// How the benchmark client connects: socket (the server's Unix socket) or tcp (to
