@@ -165,6 +165,23 @@ impl ClientHost {
             .to_string()
     }
 
+    /// Waits (bounded: 10 s) until no pgoforge runs in the namespace any more; `what` names the
+    /// case in the failure.
+    fn wait_until_client_gone(&self, what: &str) {
+        let t0 = Instant::now();
+        while self
+            .pids()
+            .iter()
+            .any(|p| ClientHost::comm(*p) == "pgoforge")
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "{what}: the remote client stayed"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// `pgoforge bench` of two names for Debian's mariadbd, driven from the client host, every
     /// server logging its connections to `general`.
     fn bench(&self, work: &Path, run: &Path, seconds: u32, general: &Path) -> Command {
@@ -251,18 +268,7 @@ fn a_client_on_another_host_drives_every_run_over_tcp_from_its_own_address() {
         "{line}"
     );
     // Nothing stays on the client host: its process ended, its copy is removed.
-    let t0 = Instant::now();
-    while host
-        .pids()
-        .iter()
-        .any(|p| ClientHost::comm(*p) == "pgoforge")
-    {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "the remote client stayed"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    host.wait_until_client_gone("");
     assert_eq!(copies(), before);
     assert!(common::processes_mentioning(t.path()).is_empty());
 }
@@ -331,18 +337,7 @@ fn losing_the_client_host_mid_run_stops_with_a_clear_error_and_leaves_nothing() 
                 && stderr.contains("--resume"),
             "{victim}: {stderr}"
         );
-        let t0 = Instant::now();
-        while host
-            .pids()
-            .iter()
-            .any(|p| ClientHost::comm(*p) == "pgoforge")
-        {
-            assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "{victim}: the remote client stayed"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        host.wait_until_client_gone(victim);
         let t0 = Instant::now();
         while copies() != before {
             assert!(
