@@ -9,6 +9,7 @@ pub mod fs;
 pub mod interrupt;
 pub mod lock;
 pub mod runner;
+pub mod ssh;
 pub mod time;
 pub mod tools;
 

@@ -26,6 +26,8 @@ use oltp::settings::{ConnSettings, Settings};
 use oltp::RunResult;
 use serde::{Deserialize, Serialize};
 
+use crate::infra::ssh::SshTarget;
+
 /// Where the client runs: an ssh destination (`[user@]host`, anything `ssh` accepts, so
 /// ~/.ssh/config applies) and, for tests and unusual set-ups, an ssh config file of its own.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -46,43 +48,22 @@ impl PartialEq for ClientHost {
 impl ClientHost {
     /// `[user@]host`: no option-like or shell-special text (it becomes an ssh argument).
     pub fn parse(destination: &str, ssh_config: Option<PathBuf>) -> Result<ClientHost, String> {
-        let ok = !destination.is_empty()
-            && !destination.starts_with('-')
-            && destination
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "@.-_:[]".contains(c));
-        if !ok {
-            return Err(format!(
-                "--client-host '{destination}': give an ssh destination, [user@]host (letters, \
-                 digits, '.', '-', '_', ':')"
-            ));
-        }
+        let t = SshTarget::parse("--client-host", destination, ssh_config)?;
         Ok(ClientHost {
-            destination: destination.to_string(),
-            ssh_config,
+            destination: t.destination,
+            ssh_config: t.ssh_config,
         })
     }
 
-    fn ssh(&self) -> Command {
-        let mut c = Command::new("ssh");
-        if let Some(f) = &self.ssh_config {
-            c.arg("-F").arg(f);
+    fn target(&self) -> SshTarget {
+        SshTarget {
+            destination: self.destination.clone(),
+            ssh_config: self.ssh_config.clone(),
         }
-        // Never a password prompt (there is nobody to answer it); a peer that stops answering is
-        // noticed within ~15 s, so a lost client host ends the benchmark instead of hanging it.
-        c.args([
-            "-o",
-            "BatchMode=yes",
-            "-o",
-            "ConnectTimeout=10",
-            "-o",
-            "ServerAliveInterval=5",
-            "-o",
-            "ServerAliveCountMax=3",
-            "--",
-            &self.destination,
-        ]);
-        c
+    }
+
+    fn ssh(&self) -> Command {
+        self.target().command()
     }
 }
 
@@ -186,7 +167,7 @@ impl Remote {
             "client host {}: reached from {server_addr}, client at {client_addr}; copying pgoforge there",
             host.destination
         ));
-        let dir = copy_self(host)?;
+        let dir = host.target().copy_self("the client host", "client")?;
         let mut child = host
             .ssh()
             .arg(format!(
@@ -406,36 +387,6 @@ fn probe(host: &ClientHost) -> Result<(IpAddr, IpAddr)> {
             conn.join(" ")
         ),
     }
-}
-
-/// Copies this binary into a new private directory on the client host; returns the directory.
-fn copy_self(host: &ClientHost) -> Result<String> {
-    let exe = std::env::current_exe().context("finding pgoforge's own binary")?;
-    let file = std::fs::File::open(&exe).with_context(|| format!("reading {}", exe.display()))?;
-    let out = host
-        .ssh()
-        .arg(
-            "umask 077 && d=$(mktemp -d \"${TMPDIR:-/tmp}/pgoforge-client.XXXXXX\") && \
-             cat > \"$d/pgoforge\" && chmod 700 \"$d/pgoforge\" && echo \"$d\"",
-        )
-        .stdin(Stdio::from(file))
-        .output()
-        .context("running ssh")?;
-    let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    // The directory goes back into a shell command: mktemp's own characters only.
-    let plain = dir.starts_with('/')
-        && dir
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c));
-    if !out.status.success() || !plain {
-        bail!(
-            "copying pgoforge to the client host {} failed ({}): {}",
-            host.destination,
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(dir)
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! never taken for a finished one.
 
 pub mod cluster;
+pub mod host;
 pub mod variant;
 
 use std::fs;
@@ -79,6 +80,9 @@ pub struct BuildOutput {
     /// What a build cluster compiled of it (absent: built here only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub distributed: Option<cluster::Distributed>,
+    /// The build host (`--build-host`) it was built on (absent: built here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub built_on: Option<String>,
     pub log: PathBuf,
     /// True when this result came from the cache.
     #[serde(skip)]
@@ -345,6 +349,7 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
         jobs: compile_jobs,
         targets: req.recipe.build.targets.clone(),
         distributed,
+        built_on: None,
         log: log_path,
         dir: dir.clone(),
         build_dir,

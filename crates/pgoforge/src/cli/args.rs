@@ -230,8 +230,8 @@ pub struct BenchSpecArgs {
     /// transport is TCP (compare with local runs made with --transport tcp).
     #[arg(long = "client-host", value_name = "[USER@]HOST")]
     pub client_host: Option<String>,
-    /// An ssh config file for --client-host (`ssh -F FILE`) [ssh's own].
-    #[arg(long = "ssh-config", value_name = "FILE", requires = "client_host")]
+    /// An ssh config file for --client-host and --build-host (`ssh -F FILE`) [ssh's own].
+    #[arg(long = "ssh-config", value_name = "FILE")]
     pub ssh_config: Option<std::path::PathBuf>,
     /// The replay workload's file (`--workloads …,replay`; a training phase `replay`): a general or
     /// slow query log (long_query_time=0) or SQL, replayed per original connection.
@@ -299,6 +299,16 @@ impl BenchSpecArgs {
                 pgoforge::bench::remote::ClientHost::parse(h, self.ssh_config.clone())
                     .unwrap_or_else(|e| super::usage_error(e))
             }),
+        }
+    }
+
+    /// `--ssh-config` says how to reach the client host or the build hosts: alone it is a
+    /// mistake (it used to be refused by the parser when only --client-host took it).
+    pub fn check_ssh_config(&self, build_hosts: bool) {
+        if self.ssh_config.is_some() && self.client_host.is_none() && !build_hosts {
+            super::usage_error(
+                "--ssh-config is for --client-host or --build-host: give one of them, or leave it out",
+            );
         }
     }
 
@@ -534,4 +544,36 @@ pub fn parse_min_effect(s: &str) -> Result<f64, String> {
 /// A benchmark workload (`replay` with `--replay-file`).
 fn parse_bench_workload(s: &str) -> Result<TestName, String> {
     s.parse()
+}
+
+/// Build hosts (`--build-host`).
+#[derive(Args)]
+pub struct BuildHostArgs {
+    /// Build variants on another host too, over ssh ([user@]host, repeatable; ~/.ssh/config
+    /// applies; a key or an agent, no password prompt). Its toolchain must be this host's,
+    /// package for package (checked; another host is refused); the source and profile go there
+    /// at the same paths as here (the work dir's path must be creatable there), pgoforge copies
+    /// itself there for the build, and the build comes back without its objects. The baseline
+    /// and instrumented builds stay here. A host that fails is reported and the build made here.
+    #[arg(long = "build-host", value_name = "[USER@]HOST")]
+    pub build_host: Vec<String>,
+}
+
+impl BuildHostArgs {
+    pub fn hosts(
+        &self,
+        ssh_config: Option<&std::path::Path>,
+    ) -> Vec<pgoforge::infra::ssh::SshTarget> {
+        self.build_host
+            .iter()
+            .map(|h| {
+                pgoforge::infra::ssh::SshTarget::parse(
+                    "--build-host",
+                    h,
+                    ssh_config.map(std::path::Path::to_path_buf),
+                )
+                .unwrap_or_else(|e| super::usage_error(e))
+            })
+            .collect()
+    }
 }

@@ -82,6 +82,7 @@ pub(super) fn resumed_design(dir: &std::path::Path, resume: bool) -> Option<(u64
 }
 
 pub fn main(a: BenchArgs) -> Result<i32> {
+    a.spec.check_ssh_config(false);
     let spec = a.spec.spec(false);
     if let Err(e) = spec.check() {
         super::usage_error(e);

@@ -7,7 +7,7 @@ use pgoforge::pipeline::stage::Ctx;
 use pgoforge::pipeline::stages::BuildStage;
 use pgoforge::pipeline::Tracker;
 
-use super::args::{CompilerArgs, SourceArgs, WorkDirArgs};
+use super::args::{BuildHostArgs, CompilerArgs, SourceArgs, WorkDirArgs};
 use pgoforge::infra::exit::Refuse;
 
 #[derive(Args)]
@@ -33,6 +33,11 @@ pub struct BuildArgs {
     /// Only print where the build would be (its key and directory); build nothing.
     #[arg(long)]
     plan: bool,
+    #[command(flatten)]
+    build_hosts: BuildHostArgs,
+    /// An ssh config file for --build-host (`ssh -F FILE`) [ssh's own].
+    #[arg(long = "ssh-config", value_name = "FILE", requires = "build_host")]
+    ssh_config: Option<std::path::PathBuf>,
 }
 
 pub fn main(a: BuildArgs) -> Result<i32> {
@@ -106,6 +111,7 @@ pub fn main(a: BuildArgs) -> Result<i32> {
             ),
         );
     }
+    build_elsewhere(&a, &stage, &cx);
     let out = t.run(&stage, &cx)?;
     let cached = t.timings.last().is_some_and(|s| s.reused);
     if a.json {
@@ -163,5 +169,54 @@ fn placement_line(
         }
         Some(Placement::Local { reason }) => format!("here ({reason})"),
         None => "here (no build cluster configured)".into(),
+    }
+}
+
+/// Builds on the first build host that manages it, when the variant may go there and is not
+/// built yet; a host that fails is warned about and the next tried (in the end, this host).
+fn build_elsewhere(a: &BuildArgs, stage: &BuildStage, cx: &Ctx) {
+    let hosts = a.build_hosts.hosts(a.ssh_config.as_deref());
+    if hosts.is_empty() || stage.finished(cx.work) {
+        return;
+    }
+    if !builder::host::may_go(a.variant) {
+        cx.reporter.message(
+            "build",
+            &format!(
+                "{} is built here: the baseline and instrumented builds never go to a build host",
+                a.variant
+            ),
+        );
+        return;
+    }
+    // The build host's make percentages, each new value once (as a local build shows them).
+    let last = std::cell::Cell::new(u64::MAX);
+    let tick = |pct: u64| {
+        if last.replace(pct) != pct {
+            cx.reporter.event(pgoforge::events::Event::Progress {
+                stage: "build".into(),
+                done: pct,
+                total: 100,
+            })
+        }
+    };
+    for h in &hosts {
+        cx.reporter.message(
+            "build",
+            &format!("building {} on the build host {}", a.variant, h.destination),
+        );
+        match builder::host::build_on(h, &stage.request(cx.work, Some(&tick))) {
+            Ok(_) => return,
+            Err(e) => cx.reporter.warning(&format!(
+                "the build host {} could not build {} ({e:#}); trying {}",
+                h.destination,
+                a.variant,
+                if std::ptr::eq(h, hosts.last().unwrap_or(h)) {
+                    "here"
+                } else {
+                    "the next host"
+                }
+            )),
+        }
     }
 }

@@ -68,6 +68,10 @@ enum Command {
     /// run requests on stdin (JSON lines) until stdin closes. Not for people.
     #[command(hide = true)]
     ClientServe,
+    /// A build host's side of `--build-host`: started by pgoforge over ssh, it reads one build
+    /// request on stdin (JSON), builds it and answers on stdout. Not for people.
+    #[command(hide = true)]
+    BuildServe,
 }
 
 /// Runs the command line; the returned value is the process exit status.
@@ -91,6 +95,7 @@ pub fn main() -> anyhow::Result<i32> {
         Command::Run(args) => run::main(*args),
         Command::Package(args) => package::main(args),
         Command::ClientServe => pgoforge::bench::remote::serve(),
+        Command::BuildServe => pgoforge::builder::host::serve(),
     }
 }
 

@@ -15,8 +15,8 @@ use pgoforge::profile::train::{Mix, NamedMix};
 use pgoforge::recipe::Recipe;
 
 use super::args::{
-    contender, words, BenchSpecArgs, CompilerArgs, GuardArgs, MixArgs, ServerConfigArgs,
-    SourceArgs, WorkDirArgs,
+    contender, words, BenchSpecArgs, BuildHostArgs, CompilerArgs, GuardArgs, MixArgs,
+    ServerConfigArgs, SourceArgs, WorkDirArgs,
 };
 
 #[derive(Args)]
@@ -71,6 +71,8 @@ pub struct RunArgs {
     mix: MixArgs,
     #[command(flatten)]
     bench: BenchSpecArgs,
+    #[command(flatten)]
+    build_hosts: BuildHostArgs,
     #[command(flatten)]
     server: ServerConfigArgs,
     #[command(flatten)]
@@ -213,6 +215,8 @@ fn ensure_deps(
 
 pub fn main(a: RunArgs) -> Result<i32> {
     let t0 = Instant::now();
+    a.bench
+        .check_ssh_config(!a.build_hosts.build_host.is_empty());
     let variants = if a.variants.is_empty() {
         default_variants(a.quick, a.matrix)
     } else {
@@ -271,6 +275,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
         mtr_tests: a.mtr_suite.clone(),
     };
     let mut plan = RunPlan::resolve(request, &Env::probe())?;
+    plan.share_builds(a.build_hosts.hosts(a.bench.ssh_config.as_deref()));
     if a.source.source.is_none() {
         plan.source_release = pgoforge::source::release::check(&plan.request.recipe.source);
     }

@@ -8,15 +8,22 @@ use anyhow::{bail, Context, Result};
 
 use super::build_stage;
 use super::outcome::RunContender;
-use super::plan::{RunPlan, RunRequest};
+use super::plan::{PlannedBuild, RunPlan, RunRequest};
 use super::profiles::{cs_profile, Profile};
+use super::spread;
 use super::stage::Ctx;
 use super::stages::*;
 use super::state::Tracker;
-use crate::builder::{BuildOutput, Variant};
+use crate::builder::{BuildOutput, ProfileInput, Variant};
 use crate::events::Reporter;
 use crate::gate::mtr::MtrGate;
 use crate::source::Source;
+
+/// Says a warning and keeps it for the run's outcome.
+fn warn(cx: &Ctx, warnings: &mut Vec<String>, msg: String) {
+    cx.reporter.warning(&msg);
+    warnings.push(msg);
+}
 
 /// The optimized builds and their BOLTed binaries, in the plan's contender order. A variant that
 /// fails to build is named and left out (the others are still compared); BOLT failing leaves the
@@ -30,67 +37,7 @@ pub(super) fn build_contenders(
     cx: &Ctx,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<RunContender>> {
-    let warn = |warnings: &mut Vec<String>, msg: String| {
-        cx.reporter.warning(&msg);
-        warnings.push(msg);
-    };
-    let mut built: Vec<(Variant, Option<String>, BuildOutput)> =
-        vec![(baseline_variant(plan), None, baseline.clone())];
-    for b in &plan.builds[1..] {
-        if b.variant.instrumented() {
-            continue;
-        }
-        // The profile of the build's training mix (the first mix's, unless it names another).
-        let mix_index = b.mix.as_ref().map_or(0, |m| {
-            plan.request
-                .mixes
-                .iter()
-                .position(|x| &x.name == m)
-                .unwrap_or(0)
-        });
-        let first = profiles.get(mix_index).map(|(i, _)| i);
-        let cs = match (b.variant.cs_gen(), first) {
-            (Some(g), Some(first)) => match cs_profile(plan, src, baseline, g, first, t, cx) {
-                Ok(p) => Some(p),
-                Err(e) => {
-                    warn(
-                        warnings,
-                        format!(
-                            "{}: no context-sensitive profile, left out of the comparison: {e:#}",
-                            b.variant
-                        ),
-                    );
-                    continue;
-                }
-            },
-            _ => None,
-        };
-        let input = cs
-            .as_ref()
-            .or_else(|| b.variant.needs_profile().then_some(first).flatten());
-        // A failed build is never cached, so a rerun tries it again.
-        match t.run(
-            &build_stage(plan, src, b.variant, input, b.mix.as_deref()),
-            cx,
-        ) {
-            Ok(out) => {
-                if b.variant.needs_profile() && out.missing_profile_warnings > 0 {
-                    warn(warnings, format!(
-                        "{}: {} missing-profile warnings (functions or files without profile data); log {}",
-                        b.variant, out.missing_profile_warnings, out.log.display()
-                    ));
-                }
-                built.push((b.variant, b.mix.clone(), out));
-            }
-            Err(e) => warn(
-                warnings,
-                format!(
-                    "{}: build failed, left out of the comparison: {e:#}",
-                    b.variant
-                ),
-            ),
-        }
-    }
+    let built = build_variants(plan, src, baseline, profiles, t, cx, warnings);
     let mut contenders = Vec::new();
     let bolt_mix = plan.request.mix().for_bolt();
     for c in &plan.contenders {
@@ -132,6 +79,7 @@ pub(super) fn build_contenders(
             }),
             // The unBOLTed build is compared already (as the plain variant or as -prebolt).
             Err(e) => warn(
+                cx,
                 warnings,
                 format!("{}: BOLT failed, compared without it: {e:#}", c.name),
             ),
@@ -144,6 +92,170 @@ pub(super) fn build_contenders(
         );
     }
     Ok(contenders)
+}
+
+/// The plan's builds after the baseline (the instrumented ones are training's), each either
+/// built here or, with build hosts, taken from the host that built it (`spread`). A build that
+/// fails is warned about and left out.
+fn build_variants(
+    plan: &RunPlan,
+    src: &Source,
+    baseline: &BuildOutput,
+    profiles: &[Profile],
+    t: &mut Tracker,
+    cx: &Ctx,
+    warnings: &mut Vec<String>,
+) -> Vec<(Variant, Option<String>, BuildOutput)> {
+    let mut built: Vec<(Variant, Option<String>, BuildOutput)> =
+        vec![(baseline_variant(plan), None, baseline.clone())];
+    let work = cx.work;
+    // The builds a build host may make that are not finished yet, by their place in the plan.
+    let shared: Vec<usize> = (1..plan.builds.len())
+        .filter(|&i| {
+            let b = &plan.builds[i];
+            let p = plain_profile(plan, profiles, b);
+            b.shared
+                && p.is_some() == b.variant.needs_profile()
+                && !build_stage(plan, src, b.variant, p, b.mix.as_deref()).finished(work)
+        })
+        .collect();
+    let board = spread::Board::new(shared.len());
+    std::thread::scope(|s| {
+        for host in &plan.build_hosts {
+            let (board, shared) = (&board, &shared);
+            s.spawn(move || {
+                while let Some(j) = board.next_for(&host.destination) {
+                    let b = &plan.builds[shared[j]];
+                    let p = plain_profile(plan, profiles, b);
+                    let stage = build_stage(plan, src, b.variant, p, b.mix.as_deref());
+                    let r = crate::builder::host::build_on(host, &stage.request(work, None));
+                    board.done(
+                        j,
+                        &host.destination,
+                        r.map(|_| ()).map_err(|e| format!("{e:#}")),
+                    );
+                }
+            });
+        }
+        for (i, b) in plan.builds.iter().enumerate().skip(1) {
+            if b.variant.instrumented() {
+                continue;
+            }
+            // The profile of the build's training mix (the first mix's, unless it names another).
+            let first = mix_profile(plan, profiles, b);
+            claim_shared(&board, &shared, i, b, cx, warnings);
+            let cs = match (b.variant.cs_gen(), first) {
+                (Some(g), Some(first)) => match cs_profile(plan, src, baseline, g, first, t, cx) {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        warn(cx, warnings,
+                            format!(
+                                "{}: no context-sensitive profile, left out of the comparison: {e:#}",
+                                b.variant
+                            ),
+                        );
+                        continue;
+                    }
+                },
+                _ => None,
+            };
+            let input = cs
+                .as_ref()
+                .or_else(|| b.variant.needs_profile().then_some(first).flatten());
+            // A failed build is never cached, so a rerun tries it again.
+            match t.run(
+                &build_stage(plan, src, b.variant, input, b.mix.as_deref()),
+                cx,
+            ) {
+                Ok(out) => {
+                    if b.variant.needs_profile() && out.missing_profile_warnings > 0 {
+                        warn(cx, warnings, format!(
+                            "{}: {} missing-profile warnings (functions or files without profile data); log {}",
+                            b.variant, out.missing_profile_warnings, out.log.display()
+                        ));
+                    }
+                    built.push((b.variant, b.mix.clone(), out));
+                }
+                Err(e) => warn(
+                    cx,
+                    warnings,
+                    format!(
+                        "{}: build failed, left out of the comparison: {e:#}",
+                        b.variant
+                    ),
+                ),
+            }
+        }
+        // Nothing is left for the hosts once this host has passed every build.
+        board.close();
+    });
+    built
+}
+
+/// The profile a build uses when it needs no context-sensitive one: its training mix's.
+fn plain_profile<'a>(
+    plan: &RunPlan,
+    profiles: &'a [Profile],
+    b: &PlannedBuild,
+) -> Option<&'a ProfileInput> {
+    b.variant
+        .needs_profile()
+        .then(|| mix_profile(plan, profiles, b))
+        .flatten()
+}
+
+/// The profile of the build's training mix (the first mix's, unless it names another).
+fn mix_profile<'a>(
+    plan: &RunPlan,
+    profiles: &'a [Profile],
+    b: &PlannedBuild,
+) -> Option<&'a ProfileInput> {
+    let mix_index = b.mix.as_ref().map_or(0, |m| {
+        plan.request
+            .mixes
+            .iter()
+            .position(|x| &x.name == m)
+            .unwrap_or(0)
+    });
+    profiles.get(mix_index).map(|(i, _)| i)
+}
+
+/// Where this host stands with build `i` of the plan when build hosts share the builds: built
+/// there (said), failed there (warned: built here instead), or this host's.
+fn claim_shared(
+    board: &spread::Board,
+    shared: &[usize],
+    i: usize,
+    b: &PlannedBuild,
+    cx: &Ctx,
+    warnings: &mut Vec<String>,
+) {
+    let Some(j) = shared.iter().position(|&x| x == i) else {
+        return;
+    };
+    let stage = crate::pipeline::stage::StageId::Build(b.variant, b.mix.clone()).to_string();
+    let waiting = |host: &str, waited: std::time::Duration| {
+        cx.reporter.message(
+            &stage,
+            &format!(
+                "waiting for the build host {host} ({} so far)",
+                crate::infra::time::human(waited.as_secs_f64())
+            ),
+        )
+    };
+    match board.claim(j, &waiting) {
+        spread::Claim::Here => {}
+        spread::Claim::Built(host) => cx
+            .reporter
+            .message(&stage, &format!("built on the build host {host}")),
+        spread::Claim::Failed { host, error } => {
+            let msg = format!(
+                "{}: the build host {host} could not build it ({error}); building it here",
+                b.variant
+            );
+            warn(cx, warnings, msg);
+        }
+    }
 }
 
 /// The `--binary` servers, compared as they are; their hash is their identity.

@@ -13,6 +13,7 @@ pub mod deps;
 pub mod outcome;
 pub mod plan;
 mod profiles;
+mod spread;
 pub mod stage;
 pub mod stages;
 pub mod state;

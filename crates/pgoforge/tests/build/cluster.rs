@@ -19,25 +19,15 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/pgofix")
 }
 
-fn sh(cmd: &str) -> (bool, String) {
-    let out = Command::new("sh").args(["-c", cmd]).output().unwrap();
-    (
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
-}
+use crate::common::sshd::{sh, Netns};
 
 /// The namespace, its two daemons, the client's private sccache daemon: gone on drop.
 struct DistCluster {
     dir: tempfile::TempDir,
-    ns: String,
-    veth: String,
     daemons: Vec<Child>,
     env: Vec<(String, String)>,
+    /// Last: removed after the daemons are stopped.
+    net: Netns,
 }
 
 impl Drop for DistCluster {
@@ -50,8 +40,6 @@ impl Drop for DistCluster {
             let _ = d.kill();
             let _ = d.wait();
         }
-        let _ = sh(&format!("ip link del {} 2>/dev/null", self.veth));
-        let _ = sh(&format!("ip netns del {} 2>/dev/null", self.ns));
     }
 }
 
@@ -64,27 +52,13 @@ impl DistCluster {
             );
         }
         let id = std::process::id() % 60000;
-        let (a, b) = ((id / 250) % 250 + 1, (id % 62) * 4);
-        let host_ip = format!("10.77.{a}.{}", b + 1);
-        let ns_ip = format!("10.77.{a}.{}", b + 2);
         let mut c = DistCluster {
             dir: tempfile::tempdir().unwrap(),
-            ns: format!("pgf-dist-{id}"),
-            veth: format!("pgfd{id}"),
             daemons: Vec::new(),
             env: Vec::new(),
+            net: Netns::create("dist", 77, 0),
         };
-        let setup = format!(
-            "set -e; ip netns add {ns}; ip link add {v}h type veth peer name {v}n; \
-             ip link set {v}n netns {ns}; ip addr add {host_ip}/30 dev {v}h; ip link set {v}h up; \
-             ip netns exec {ns} ip addr add {ns_ip}/30 dev {v}n; \
-             ip netns exec {ns} ip link set {v}n up; ip netns exec {ns} ip link set lo up",
-            ns = c.ns,
-            v = c.veth
-        );
-        c.veth = format!("{}h", c.veth);
-        let (ok, out) = sh(&setup);
-        assert!(ok, "creating the network namespace (needs root): {out}");
+        let ns_ip = c.net.ns_ip.clone();
         let d = c.dir.path().to_path_buf();
         let token = |what: &str| format!("{what}-{:x}", rand_u64());
         let (client_token, server_token) = (token("client"), token("server"));
@@ -118,8 +92,9 @@ impl DistCluster {
         for (role, conf) in [("scheduler", "scheduler.toml"), ("server", "server.toml")] {
             let log = fs::File::create(d.join(format!("{role}.log"))).unwrap();
             c.daemons.push(
-                Command::new("ip")
-                    .args(["netns", "exec", &c.ns, "sccache-dist", role, "--config"])
+                c.net
+                    .exec("sccache-dist")
+                    .args([role, "--config"])
                     .arg(d.join(conf))
                     .env("SCCACHE_NO_DAEMON", "1")
                     .stdout(log.try_clone().unwrap())

@@ -7,6 +7,7 @@
 mod common;
 
 mod build;
+mod build_host;
 mod cluster;
 mod disk_full;
 mod kill9;

@@ -288,6 +288,7 @@ fn fake_gen(work: &Path) -> BuildOutput {
         log: work.join("log"),
         cached: false,
         distributed: None,
+        built_on: None,
     }
 }
 

@@ -11,175 +11,36 @@ use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn sh(cmd: &str) -> (bool, String) {
-    let out = Command::new("sh").args(["-c", cmd]).output().unwrap();
-    (
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
-}
+use common::sshd::{sh, SshHost};
 
-/// The namespace with its sshd, and an ssh config that reaches it as `client`: gone on drop.
-struct ClientHost {
-    dir: tempfile::TempDir,
-    ns: String,
-    veth: String,
-    sshd: Option<Child>,
-    host_ip: String,
-    ns_ip: String,
-}
+/// The client host: a namespace with its sshd, reached as `client`.
+struct ClientHost(SshHost);
 
-impl Drop for ClientHost {
-    fn drop(&mut self) {
-        if let Some(mut d) = self.sshd.take() {
-            let _ = d.kill();
-            let _ = d.wait();
-        }
-        for pid in self.pids() {
-            let _ = sh(&format!("kill -9 {pid} 2>/dev/null"));
-        }
-        let _ = sh(&format!("ip link del {} 2>/dev/null", self.veth));
-        let _ = sh(&format!("ip netns del {} 2>/dev/null", self.ns));
+impl std::ops::Deref for ClientHost {
+    type Target = SshHost;
+    fn deref(&self) -> &SshHost {
+        &self.0
     }
 }
 
 impl ClientHost {
     fn start(tag: u32) -> ClientHost {
-        for tool in ["ip", "ssh", "ssh-keygen", "/usr/sbin/sshd"] {
-            assert!(
-                sh(&format!("command -v {tool}")).0,
-                "{tool} is missing: scripts/install-test-deps.sh installs it (openssh-server)"
-            );
-        }
-        let id = (std::process::id() * 2 + tag) % 60000;
-        let (a, b) = ((id / 62) % 250 + 1, (id % 62) * 4);
-        let mut c = ClientHost {
-            dir: tempfile::tempdir().unwrap(),
-            ns: format!("pgf-cli-{id}"),
-            veth: format!("pgfc{id}"),
-            sshd: None,
-            host_ip: format!("10.78.{a}.{}", b + 1),
-            ns_ip: format!("10.78.{a}.{}", b + 2),
-        };
-        let setup = format!(
-            "set -e; ip netns add {ns}; ip link add {v}h type veth peer name {v}n; \
-             ip link set {v}n netns {ns}; ip addr add {h}/30 dev {v}h; ip link set {v}h up; \
-             ip netns exec {ns} ip addr add {n}/30 dev {v}n; \
-             ip netns exec {ns} ip link set {v}n up; ip netns exec {ns} ip link set lo up",
-            ns = c.ns,
-            v = c.veth,
-            h = c.host_ip,
-            n = c.ns_ip
-        );
-        c.veth = format!("{}h", c.veth);
-        let (ok, out) = sh(&setup);
-        assert!(ok, "creating the network namespace (needs root): {out}");
-        let d = c.dir.path().to_path_buf();
-        for key in ["host_key", "client_key"] {
-            let (ok, out) = sh(&format!(
-                "ssh-keygen -q -t ed25519 -N '' -f {}",
-                d.join(key).display()
-            ));
-            assert!(ok, "{out}");
-        }
-        fs::copy(d.join("client_key.pub"), d.join("authorized_keys")).unwrap();
-        fs::write(
-            d.join("sshd_config"),
-            format!(
-                "ListenAddress {ip}\nPort 22\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
-                 PidFile {d}/sshd.pid\nUsePAM no\nStrictModes no\nPermitRootLogin prohibit-password\n\
-                 PasswordAuthentication no\nKbdInteractiveAuthentication no\n",
-                ip = c.ns_ip,
-                d = d.display()
-            ),
-        )
-        .unwrap();
-        fs::write(
-            d.join("ssh_config"),
-            format!(
-                "Host client\n  HostName {ip}\n  User root\n  IdentityFile {d}/client_key\n  \
-                 IdentitiesOnly yes\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  \
-                 LogLevel ERROR\n",
-                ip = c.ns_ip,
-                d = d.display()
-            ),
-        )
-        .unwrap();
-        // sshd's privilege separation directory; /run is a tmpfs, nothing of the system's.
-        fs::create_dir_all("/run/sshd").unwrap();
-        let log = fs::File::create(d.join("sshd.log")).unwrap();
-        c.sshd = Some(
-            Command::new("ip")
-                .args(["netns", "exec", &c.ns, "/usr/sbin/sshd", "-D", "-e", "-f"])
-                .arg(d.join("sshd_config"))
-                .stdout(log.try_clone().unwrap())
-                .stderr(log)
-                .spawn()
-                .unwrap(),
-        );
-        let t0 = Instant::now();
-        while !c.ssh("true").0 {
-            assert!(
-                t0.elapsed() < Duration::from_secs(30),
-                "sshd in {} never answered: {}",
-                c.ns,
-                fs::read_to_string(d.join("sshd.log")).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        c
-    }
-
-    fn ssh_config(&self) -> PathBuf {
-        self.dir.path().join("ssh_config")
-    }
-
-    fn ssh(&self, cmd: &str) -> (bool, String) {
-        sh(&format!(
-            "ssh -F {} -o BatchMode=yes client '{cmd}'",
-            self.ssh_config().display()
+        ClientHost(SshHost::start(
+            "cli",
+            78,
+            "client",
+            tag,
+            common::sshd::Options::default(),
         ))
-    }
-
-    /// Live processes inside the namespace (zombies are gone: nothing here reaps them).
-    fn pids(&self) -> Vec<u32> {
-        sh(&format!("ip netns pids {} 2>/dev/null", self.ns))
-            .1
-            .split_whitespace()
-            .filter_map(|p| p.parse().ok())
-            .filter(|p| pgoforge::infra::pid_alive(*p))
-            .collect()
-    }
-
-    fn comm(pid: u32) -> String {
-        fs::read_to_string(format!("/proc/{pid}/comm"))
-            .unwrap_or_default()
-            .trim()
-            .to_string()
     }
 
     /// Waits (bounded: 10 s) until no pgoforge runs in the namespace any more; `what` names the
     /// case in the failure.
     fn wait_until_client_gone(&self, what: &str) {
-        let t0 = Instant::now();
-        while self
-            .pids()
-            .iter()
-            .any(|p| ClientHost::comm(*p) == "pgoforge")
-        {
-            assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "{what}: the remote client stayed"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        self.wait_until_gone("pgoforge", what)
     }
 
     /// `pgoforge bench` of two names for Debian's mariadbd, driven from the client host, every
@@ -289,10 +150,7 @@ fn losing_the_client_host_mid_run_stops_with_a_clear_error_and_leaves_nothing() 
         // Mid-run: the remote client is up and its first run has begun.
         let t0 = Instant::now();
         loop {
-            let serving = host
-                .pids()
-                .into_iter()
-                .any(|p| ClientHost::comm(p) == "pgoforge");
+            let serving = !host.running("pgoforge").is_empty();
             let started = fs::read_dir(run.join("instances"))
                 .map(|d| d.count() > 0)
                 .unwrap_or(false);
@@ -307,10 +165,8 @@ fn losing_the_client_host_mid_run_stops_with_a_clear_error_and_leaves_nothing() 
             std::thread::sleep(Duration::from_millis(200));
         }
         std::thread::sleep(Duration::from_secs(3));
-        for p in host.pids() {
-            if ClientHost::comm(p) == victim {
-                let _ = sh(&format!("kill -9 {p}"));
-            }
+        for p in host.running(victim) {
+            let _ = sh(&format!("kill -9 {p}"));
         }
         let t0 = Instant::now();
         let status = loop {

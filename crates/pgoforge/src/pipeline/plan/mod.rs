@@ -13,6 +13,7 @@ use crate::bench::spec::BenchSpec;
 use crate::builder::cluster::{ClusterState, Placement};
 use crate::builder::Variant;
 use crate::gate::GateMode;
+use crate::infra::ssh::SshTarget;
 use crate::pipeline::stage::StageId;
 use crate::profile::train::{Mix, NamedMix};
 use crate::recipe::Recipe;
@@ -131,6 +132,9 @@ pub struct PlannedBuild {
     /// Where its compiles run, when a build cluster is configured (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub compiles: Option<Placement>,
+    /// Whether a build host (`--build-host`) may build it (absent: built here).
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub shared: bool,
 }
 
 /// One binary of the benchmark and how it comes about.
@@ -170,6 +174,9 @@ pub struct RunPlan {
     /// The build cluster: not configured (absent from the plan), unavailable (and why), ready.
     #[serde(skip_serializing_if = "ClusterState::is_not_configured")]
     pub cluster: ClusterState,
+    /// Build hosts (`--build-host`) that share the optimized builds with this one.
+    #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "destinations")]
+    pub build_hosts: Vec<SshTarget>,
     /// The recipe's Debian version against the releases apt's lists offer and the installed
     /// server (`source::release`; absent for other sources, and when the caller did not look).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -194,6 +201,7 @@ impl RunPlan {
             profile: ProfileFrom::NoProfile,
             mix: None,
             compiles: None,
+            shared: false,
         }];
         let mut stages = vec![StageId::Source, StageId::Build(baseline, None)];
         if from == ProfileFrom::Trained {
@@ -202,6 +210,7 @@ impl RunPlan {
                 profile: ProfileFrom::NoProfile,
                 mix: None,
                 compiles: None,
+                shared: false,
             });
             stages.extend([StageId::Build(gen, None), StageId::Train(None)]);
             for m in &req.mixes[1..] {
@@ -227,6 +236,7 @@ impl RunPlan {
                         profile: from,
                         mix: None,
                         compiles: None,
+                        shared: false,
                     });
                     stages.extend([StageId::Build(g, None), StageId::Train(Some(g.to_string()))]);
                 }
@@ -242,6 +252,7 @@ impl RunPlan {
                 },
                 mix: None,
                 compiles: None,
+                shared: false,
             });
             stages.push(StageId::Build(v, None));
             if req.is_matrix() && v.needs_profile() {
@@ -259,6 +270,7 @@ impl RunPlan {
                         profile: from,
                         mix: Some(m.name.clone()),
                         compiles: None,
+                        shared: false,
                     });
                     stages.push(StageId::Build(v, Some(m.name.clone())));
                     contenders.push(PlannedContender {
@@ -348,7 +360,21 @@ impl RunPlan {
             bolt: env.bolt.clone(),
             source_release: None,
             cluster: env.cluster.clone(),
+            build_hosts: Vec::new(),
         })
+    }
+
+    /// Shares the builds a build host may make (`builder::host::may_go`) with `hosts`.
+    pub fn share_builds(&mut self, hosts: Vec<SshTarget>) {
+        if hosts.is_empty() {
+            return;
+        }
+        for b in &mut self.builds {
+            // A cs variant's builds need this host's cs-pgo-gen training first.
+            b.shared =
+                crate::builder::host::may_go(b.variant) && b.profile != ProfileFrom::CsTrained;
+        }
+        self.build_hosts = hosts;
     }
 
     /// The configuration of the servers run under cachegrind.
@@ -367,6 +393,11 @@ fn served_by_bolt_ready_build(req: &RunRequest, v: Variant) -> bool {
             bolt_ready: true,
             ..v
         })
+}
+
+/// Build hosts in a plan: their ssh destinations (how they are reached is not part of it).
+fn destinations<S: serde::Serializer>(hosts: &[SshTarget], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(hosts.iter().map(|h| &h.destination))
 }
 
 #[cfg(test)]

@@ -27,7 +27,8 @@ pub struct BuildStage<'a> {
 }
 
 impl BuildStage<'_> {
-    fn request<'r>(
+    /// The builder's request for this stage (a build host's build gets the same one).
+    pub fn request<'r>(
         &'r self,
         work: &'r Path,
         progress: Option<&'r dyn Fn(u64)>,
