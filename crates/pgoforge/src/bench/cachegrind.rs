@@ -243,6 +243,80 @@ pub fn records_path(dir: &Path) -> PathBuf {
     dir.join("cachegrind.jsonl")
 }
 
+/// A contender valgrind cannot run, and why: measured without it, named in the report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CgSkip {
+    pub contender: String,
+    pub reason: String,
+}
+
+pub fn skipped_path(dir: &Path) -> PathBuf {
+    dir.join("cachegrind-skipped.json")
+}
+
+/// The contenders a measurement in `dir` could not run under valgrind (none when it has no such
+/// file).
+pub fn read_skipped(dir: &Path) -> Result<Vec<CgSkip>> {
+    let p = skipped_path(dir);
+    match fs::read_to_string(&p) {
+        Ok(text) => serde_json::from_str(&text).with_context(|| format!("reading {}", p.display())),
+        Err(_) => Ok(Vec::new()),
+    }
+}
+
+/// Whether valgrind can run `binary` at all (its `--version`, under `--tool=none`): a binary
+/// built with `-march=native` on a CPU with AVX-512 carries instructions valgrind does not
+/// implement, and dies of SIGILL in its static constructors. Err holds the reason, in words.
+fn runs_under_valgrind(binary: &Path) -> Result<(), String> {
+    let out = match Command::new("valgrind")
+        .arg("--tool=none")
+        .arg(binary)
+        .arg("--version")
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => return Err(format!("valgrind could not be started: {e}")),
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    unrunnable(&err).map_or(Ok(()), Err)
+}
+
+/// valgrind's words for an instruction it cannot execute, as a reason; None when there are none.
+fn unrunnable(stderr: &str) -> Option<String> {
+    // (-q leaves out the first of these lines; the second is there either way.)
+    let mark = |l: &str| l.contains("Unrecognised instruction") || l.contains("Illegal opcode at");
+    let at = stderr.lines().find(|l| mark(l))?;
+    let bytes = stderr
+        .lines()
+        .find_map(|l| l.split("unhandled instruction bytes: ").nth(1))
+        .unwrap_or("");
+    let func = stderr
+        .lines()
+        .skip_while(|l| !mark(l))
+        .nth(1)
+        .and_then(|l| l.split(": ").nth(1))
+        .and_then(|f| f.split(" (in ").next())
+        .unwrap_or("");
+    // 0x62 opens an EVEX-encoded instruction: AVX-512.
+    let evex = bytes.starts_with("0x62");
+    Some(format!(
+        "valgrind cannot execute its instructions ({}{}{}){}",
+        at.rsplit("== ")
+            .next()
+            .unwrap_or(at)
+            .trim_start_matches("valgrind: ")
+            .trim()
+            .trim_end_matches('.'),
+        if func.is_empty() { "" } else { " in " },
+        func,
+        if evex {
+            ": AVX-512 (EVEX-encoded), which -march=native emits on this CPU and valgrind does not implement"
+        } else {
+            ""
+        }
+    ))
+}
+
 pub fn read_records(dir: &Path) -> Result<Vec<CgRecord>> {
     let p = records_path(dir);
     let Ok(text) = fs::read_to_string(&p) else {
@@ -358,7 +432,25 @@ pub fn measure(
         ..ServerSpec::new(&plan.contenders[0].binary)
     };
     let tpl = template::ensure(work_dir, &base, &data)?;
+    let mut skipped = read_skipped(dir)?;
     for c in &plan.contenders {
+        let missing = plan.workloads.iter().any(|w| {
+            !done
+                .iter()
+                .any(|r| r.contender == c.name && r.workload == *w)
+        });
+        if !missing || skipped.iter().any(|s| s.contender == c.name) {
+            continue;
+        }
+        if let Err(reason) = runs_under_valgrind(&c.binary) {
+            log(&format!("cachegrind: {} not measured: {reason}", c.name));
+            skipped.push(CgSkip {
+                contender: c.name.clone(),
+                reason,
+            });
+            crate::infra::fs::write_json(&skipped_path(dir), &skipped)?;
+            continue;
+        }
         let flavor = Flavor::detect(&c.binary)?;
         let mut spec = ServerSpec {
             binary: c.binary.clone(),
@@ -403,6 +495,26 @@ mod tests {
         let e = format!("{:#}", read_records(&dir).unwrap_err());
         assert!(e.contains("line 1: not a cachegrind record"), "{e}");
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_instruction_valgrind_cannot_execute_is_named() {
+        // valgrind 3.19's words for mysqld built with -march=native on an AVX-512 CPU.
+        let stderr = "vex amd64->IR: unhandled instruction bytes: 0x62 0xE1 0xFD 0x8 0x6E 0xC1 0x48 0x8D 0x5 0x86\n\
+            vex amd64->IR:   REX=0 REX.W=0 REX.R=0 REX.X=0 REX.B=0\n\
+            ==7011== valgrind: Unrecognised instruction at address 0xa9b4ad.\n\
+            ==7011==    at 0xA9B4AD: _sub_I_65535_0.0 (in /w/build/runtime_output_directory/mysqld)\n\
+            ==7011==    by 0x5A39375: __libc_start_main@@GLIBC_2.34 (libc-start.c:145)\n";
+        let r = unrunnable(stderr).unwrap();
+        assert!(
+            r.starts_with("valgrind cannot execute its instructions (Unrecognised instruction at address 0xa9b4ad in _sub_I_65535_0.0)"),
+            "{r}"
+        );
+        assert!(r.contains("AVX-512"), "{r}");
+        assert_eq!(
+            unrunnable("==1== Memcheck, a memory error detector\n"),
+            None
+        );
     }
 
     #[test]

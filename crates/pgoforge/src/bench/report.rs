@@ -101,6 +101,9 @@ pub struct Report {
     /// measurement (`pgoforge run --cachegrind`).
     #[serde(default)]
     pub cachegrind: Vec<super::cachegrind::CgRecord>,
+    /// Contenders valgrind could not run (absent: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cachegrind_skipped: Vec<super::cachegrind::CgSkip>,
     /// The contender order each round actually ran in (from the results, not the plan).
     #[serde(default)]
     pub orders: Vec<RoundOrder>,
@@ -690,6 +693,7 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
         network: network(&records),
         environment: environment(dir, &records),
         cachegrind: super::cachegrind::read_records(dir)?,
+        cachegrind_skipped: super::cachegrind::read_skipped(dir)?,
         orders: orders(&records),
         load_trace: records
             .iter()
@@ -1178,6 +1182,7 @@ mod tests {
             geomeans: Vec::new(),
             rounds_found: 9,
             cachegrind: Vec::new(),
+            cachegrind_skipped: Vec::new(),
             orders: Vec::new(),
             load_trace: Vec::new(),
             noise_floor: None,

@@ -247,14 +247,43 @@ fn an_interrupted_run_resumes_and_bad_input_is_refused() {
 }
 
 /// `--measure cachegrind` on one binary under two names: the per-transaction figures agree closely
-/// (the method's repeatability), are plausible for a read-only transaction, and the run resumes.
+/// (the method's repeatability), are plausible for a read-only transaction, and the run resumes; a
+/// third binary that valgrind cannot run is named as not measured, with the reason.
 #[test]
 fn cachegrind_counts_repeat_for_one_binary_under_two_names() {
     use pgoforge::bench::cachegrind::{self, CgPlan};
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("cg");
+    // And a binary valgrind cannot run: an AVX-512 instruction in a constructor, as
+    // -march=native emits on such a CPU (valgrind fails to decode it whatever the CPU).
+    let src = work.path().join("avx512.c");
+    fs::write(
+        &src,
+        "__attribute__((constructor)) static void init(void) {\n\
+         __asm__ volatile(\"vpxord %%zmm0, %%zmm0, %%zmm0\" ::: \"xmm0\");\n}\n\
+         int main(void) { return 0; }\n",
+    )
+    .unwrap();
+    let avx = work.path().join("avx512");
+    let cc = std::process::Command::new("cc")
+        .arg("-o")
+        .arg(&avx)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let mut contenders = plan(1).contenders;
+    contenders.push(pgoforge::bench::plan::Contender {
+        name: "native".into(),
+        binary: avx,
+        buffer_pool_mb: None,
+    });
     let plan = CgPlan {
-        contenders: plan(1).contenders,
+        contenders,
         workloads: vec![TestName::OltpReadOnly],
         events: 300,
         warmup_events: 50,
@@ -267,7 +296,17 @@ fn cachegrind_counts_repeat_for_one_binary_under_two_names() {
         },
     };
     let recs = cachegrind::measure(&plan, work.path(), &dir, false, &|_| {}).unwrap();
+    // The one valgrind cannot run is named with the reason, the others measured.
     assert_eq!(recs.len(), 2);
+    let skipped = cachegrind::read_skipped(&dir).unwrap();
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert_eq!(skipped[0].contender, "native");
+    assert!(
+        skipped[0].reason.contains("valgrind cannot execute")
+            && skipped[0].reason.contains("AVX-512"),
+        "{}",
+        skipped[0].reason
+    );
     let (a, b) = (&recs[0].per_txn, &recs[1].per_txn);
     // A read-only transaction is 14 statements: hundreds of thousands of instructions at least.
     assert!(a.instructions > 200_000.0, "{a:?}");

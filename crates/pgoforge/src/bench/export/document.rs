@@ -335,6 +335,12 @@ pub fn document(r: &Report) -> Vec<Block> {
             cachegrind_table(&r.cachegrind, &r.plan.contenders[0].name),
         ));
     }
+    if !r.cachegrind_skipped.is_empty() {
+        d.push(Block::List(
+            "Not measured under cachegrind:".into(),
+            cachegrind_skips(&r.cachegrind_skipped),
+        ));
+    }
     let w = warnings(r);
     if !w.is_empty() {
         d.push(Block::List("Warnings:".into(), w));
@@ -372,6 +378,14 @@ pub fn document(r: &Report) -> Vec<Block> {
         d.push(Block::Paragraph(r.plan.label.clone()));
     }
     d
+}
+
+/// The contenders valgrind could not run, each with its reason.
+pub fn cachegrind_skips(skips: &[crate::bench::cachegrind::CgSkip]) -> Vec<String> {
+    skips
+        .iter()
+        .map(|s| format!("{}: {}", s.contender, s.reason))
+        .collect()
 }
 
 /// Per-transaction counts under cachegrind, each against the baseline's.

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use anyhow::Result;
 
-use super::document::{cachegrind_table, warnings};
+use super::document::{cachegrind_skips, cachegrind_table, warnings};
 use super::{markdown, pct, Exporter};
 use crate::bench::report::Report;
 
@@ -88,6 +88,9 @@ pub fn text(r: &Report) -> String {
             "per transaction under cachegrind (deterministic):\n{}",
             markdown::table(&t).trim_end()
         );
+    }
+    for s in cachegrind_skips(&r.cachegrind_skipped) {
+        let _ = writeln!(o, "not measured under cachegrind: {s}");
     }
     for w in warnings(r) {
         let _ = writeln!(o, "warning: {w}");
