@@ -223,6 +223,7 @@ fn locate(req: &BuildRequest) -> Result<(String, PathBuf, Option<String>)> {
         build_dir: Path::new("<build>"),
         link_jobs: 0,
         version_suffix_arg: req.recipe.build.version_suffix_arg.as_deref(),
+        partial_training: req.recipe.build.profile_partial_training,
     });
     let key_json = serde_json::to_vec(&Key {
         scheme: FLAG_SCHEME,
@@ -281,6 +282,7 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
         build_dir: &build_dir,
         link_jobs: jobs,
         version_suffix_arg: req.recipe.build.version_suffix_arg.as_deref(),
+        partial_training: req.recipe.build.profile_partial_training,
     });
     let log_path = dir.join("build.log");
     let earlier = start_attempt(&log_path)?;

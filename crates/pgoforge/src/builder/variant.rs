@@ -154,6 +154,8 @@ pub struct FlagInputs<'a> {
     pub build_dir: &'a Path,
     pub link_jobs: usize,
     pub version_suffix_arg: Option<&'a str>,
+    /// GCC's `-fprofile-partial-training` in profile-use builds (the recipe's setting).
+    pub partial_training: bool,
 }
 
 pub fn flags(i: &FlagInputs) -> FlagSet {
@@ -211,9 +213,11 @@ pub fn flags(i: &FlagInputs) -> FlagSet {
                     f.cflags.push(format!("-fprofile-use={p}"));
                     f.ldflags.push(format!("-fprofile-use={p}"));
                 }
+                f.cflags.push(s("-fprofile-correction"));
+                if i.partial_training {
+                    f.cflags.push(s("-fprofile-partial-training"));
+                }
                 f.cflags.extend([
-                    s("-fprofile-correction"),
-                    s("-fprofile-partial-training"),
                     format!("-fprofile-prefix-path={}", i.build_dir.display()),
                     s("-Wmissing-profile"),
                     // Generated sources (bison's parsers) carry #line paths into the build
@@ -336,6 +340,7 @@ mod tests {
                 build_dir: Path::new("/b"),
                 link_jobs: 2,
                 version_suffix_arg: Some("-DMYSQL_SERVER_SUFFIX=-pgo"),
+                partial_training: true,
             })
         };
         let g = mk("pgo-gen", &gcc);
@@ -400,6 +405,7 @@ mod tests {
                 build_dir: Path::new("/b"),
                 link_jobs: 2,
                 version_suffix_arg: None,
+                partial_training: true,
             })
         };
         let g = mk("pgo-gen");
@@ -417,5 +423,29 @@ mod tests {
         // The baseline and the instrumented build keep the keys they always had.
         assert!(mk("baseline") == FlagSet::default());
         assert!(!g.cmake_defs.contains(&"-DWITH_LTO=OFF".into()));
+    }
+
+    #[test]
+    fn partial_training_is_the_recipes_choice() {
+        let gcc = gcc();
+        let p = ProfileInput::GccDir("/p".into());
+        let mk = |partial_training| {
+            flags(&FlagInputs {
+                variant: "pgo".parse().unwrap(),
+                compiler: &gcc,
+                pgo_style: PgoStyle::Mysql,
+                gen_dir: Path::new("/gen"),
+                profile: Some(&p),
+                build_dir: Path::new("/b"),
+                link_jobs: 2,
+                version_suffix_arg: None,
+                partial_training,
+            })
+        };
+        let has = |f: &FlagSet| f.cflags.iter().any(|c| c == "-fprofile-partial-training");
+        assert!(has(&mk(true)));
+        let off = mk(false);
+        assert!(!has(&off));
+        assert!(off.cflags.iter().any(|c| c == "-fprofile-correction"));
     }
 }

@@ -95,6 +95,20 @@ pub struct BuildSpec {
     pub version_suffix_arg: Option<String>,
     #[serde(default = "default_generator")]
     pub generator: String,
+    /// GCC's `-fprofile-partial-training` in profile-use builds (default on, as MySQL's own
+    /// `cmake/fprofile.cmake` has it): code the training never ran is optimized as without a
+    /// profile; off, GCC optimizes it for size. Absent from the build key while on, so turning it
+    /// on again finds the builds made before the setting existed.
+    #[serde(default = "on", skip_serializing_if = "is_on")]
+    pub profile_partial_training: bool,
+}
+
+fn on() -> bool {
+    true
+}
+
+fn is_on(b: &bool) -> bool {
+    *b
 }
 
 fn default_generator() -> String {
