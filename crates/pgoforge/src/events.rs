@@ -114,19 +114,51 @@ pub struct Terminal {
     bar: RefCell<Option<(String, ProgressBar)>>,
     /// Draw bars (false when stderr is not for people, e.g. under a test).
     pub bars: bool,
+    /// Without bars: when progress was last written as a line (a heartbeat for logs).
+    last_beat: RefCell<Option<Instant>>,
 }
+
+/// Without bars, progress becomes a line at most this often (a log shows the work is alive).
+const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl Default for Terminal {
     fn default() -> Self {
         Terminal {
             t0: Instant::now(),
             bar: RefCell::new(None),
-            bars: true,
+            // A log file or a pipe gets heartbeat lines instead of bars it cannot show.
+            bars: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            last_beat: RefCell::new(None),
         }
     }
 }
 
 impl Terminal {
+    /// A progress line, when the last one is a minute old (the first progress of a stage waits a
+    /// minute too: short work stays quiet).
+    fn heartbeat(&self, stage: &str, done: u64, total: u64) {
+        let mut last = self.last_beat.borrow_mut();
+        let now = Instant::now();
+        match *last {
+            Some(t) if now.duration_since(t) < HEARTBEAT => return,
+            None => {
+                *last = Some(now);
+                return;
+            }
+            _ => {}
+        }
+        *last = Some(now);
+        let at = match total {
+            0 => "still running".to_string(),
+            100 => format!("{done} %"),
+            t => format!("{done} of {t}"),
+        };
+        eprintln!(
+            "[{:>9}] {stage}: {at}",
+            human(self.t0.elapsed().as_secs_f64())
+        );
+    }
+
     fn finish_bar(&self) {
         if let Some((_, b)) = self.bar.borrow_mut().take() {
             b.finish_and_clear();
@@ -177,6 +209,8 @@ impl Reporter for Terminal {
                             b.set_position(*done);
                         }
                     }
+                } else {
+                    self.heartbeat(stage, *done, *total);
                 }
                 return;
             }

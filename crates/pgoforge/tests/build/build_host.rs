@@ -32,7 +32,7 @@ struct Builder {
 }
 
 impl Builder {
-    fn start(tag: u32, sshd_config: &str) -> Builder {
+    fn start(tag: u32, env: &[&str]) -> Builder {
         let t = tempfile::tempdir().unwrap();
         let (here, there) = (t.path().join("shared"), t.path().join("remote"));
         fs::create_dir_all(&here).unwrap();
@@ -54,7 +54,7 @@ impl Builder {
             "builder",
             tag,
             Options {
-                sshd_config,
+                env,
                 wrap: Some(&wrap),
             },
         );
@@ -121,23 +121,10 @@ fn count(dir: &Path, pattern: &str) -> usize {
     out.trim().parse().unwrap()
 }
 
-/// Copies of pgoforge a build host made (its temporary directories share this machine's /tmp).
-fn copies() -> usize {
-    fs::read_dir(std::env::temp_dir())
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_str()
-                .is_some_and(|n| n.starts_with("pgoforge-build."))
-        })
-        .count()
-}
-
 #[test]
 fn a_variant_built_on_a_build_host_is_byte_for_byte_the_one_built_here() {
-    let b = Builder::start(0, "");
-    let before = copies();
+    let b = Builder::start(0, &[]);
+    let before = b.host.copies("pgoforge-build.").len();
     // Trained here: the instrumented build never goes (its objects are training's).
     let (gen, err) = b.build("pgo-gen", None, true);
     assert!(gen["built_on"].is_null(), "{gen}");
@@ -166,7 +153,11 @@ fn a_variant_built_on_a_build_host_is_byte_for_byte_the_one_built_here() {
     let (ok, out) = sh(&format!("{} all 20000", binary.display()));
     assert!(ok, "the binary from the build host runs here: {out}");
     let theirs = fs::read(&binary).unwrap();
-    assert_eq!(copies(), before, "the copy of pgoforge there is removed");
+    assert_eq!(
+        b.host.copies("pgoforge-build.").len(),
+        before,
+        "the copy of pgoforge there is removed"
+    );
 
     // Found again, not rebuilt and not sent again.
     let (again, err) = b.build("pgo+lto", Some(&gen_dir), true);
@@ -205,13 +196,8 @@ fn another_toolchain_is_refused_and_an_unreachable_host_skipped_the_build_made_h
     .unwrap();
     let (ok, out) = sh(&format!("chmod +x {}/cmake", fake.display()));
     assert!(ok, "{out}");
-    let b = Builder::start(
-        1,
-        &format!(
-            "SetEnv PATH={}:/usr/sbin:/usr/bin:/sbin:/bin",
-            fake.display()
-        ),
-    );
+    let path = format!("PATH={}:/usr/sbin:/usr/bin:/sbin:/bin", fake.display());
+    let b = Builder::start(1, &[&path]);
     let (r, err) = b.build("lto", None, true);
     assert!(r["built_on"].is_null(), "{r}");
     assert!(
@@ -237,8 +223,8 @@ fn another_toolchain_is_refused_and_an_unreachable_host_skipped_the_build_made_h
 #[test]
 fn a_build_host_lost_mid_build_leaves_nothing_running_there_and_the_build_is_made_here() {
     // There the fixture's build pauses (tests/fixtures/pgofix/CMakeLists.txt): time to lose it.
-    let b = Builder::start(2, "SetEnv PGOFIX_SLEEP=300");
-    let before = copies();
+    let b = Builder::start(2, &["PGOFIX_SLEEP=300"]);
+    let before = b.host.copies("pgoforge-build.").len();
     let mut child = b
         .command("lto", None, true)
         .stdout(Stdio::piped())
@@ -280,7 +266,7 @@ fn a_build_host_lost_mid_build_leaves_nothing_running_there_and_the_build_is_mad
         b.host.wait_until_gone(comm, "after the session was lost");
     }
     let t0 = Instant::now();
-    while copies() != before {
+    while b.host.copies("pgoforge-build.").len() != before {
         assert!(
             t0.elapsed() < Duration::from_secs(10),
             "the copied pgoforge stayed"
@@ -291,7 +277,7 @@ fn a_build_host_lost_mid_build_leaves_nothing_running_there_and_the_build_is_mad
 
 #[test]
 fn a_run_shares_its_optimized_builds_with_a_build_host_and_builds_the_rest_here() {
-    let b = Builder::start(3, "");
+    let b = Builder::start(3, &[]);
     let standin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/standin");
     let src = b.here.join("standin");
     let (ok, out) = sh(&format!("cp -r {} {}", standin.display(), src.display()));
@@ -373,11 +359,7 @@ fn a_run_shares_its_optimized_builds_with_a_build_host_and_builds_the_rest_here(
     assert!(!err.contains("could not build"), "{err}");
     // The gate and the benchmark ran the build host's binary, here.
     let run_dir = PathBuf::from(out["run_dir"].as_str().unwrap());
-    let results = fs::read_to_string(run_dir.join("results.jsonl")).unwrap();
-    assert!(
-        results
-            .lines()
-            .any(|l| l.contains("\"contender\":\"pgo+lto\"")),
-        "{results}"
-    );
+    assert!(common::records(&run_dir)
+        .iter()
+        .any(|r| r["contender"] == "pgo+lto"));
 }

@@ -127,3 +127,12 @@ pub fn pgoforge_with(args: Vec<String>, extra: &[&str]) -> Ran {
     a.extend(extra.iter().map(|s| s.to_string()));
     pgoforge(&a.iter().map(String::as_str).collect::<Vec<_>>())
 }
+
+/// Every record of a benchmark run directory's results.jsonl, as JSON.
+pub fn records(run: &Path) -> Vec<serde_json::Value> {
+    fs::read_to_string(run.join("results.jsonl"))
+        .unwrap_or_else(|e| panic!("{}/results.jsonl: {e}", run.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}

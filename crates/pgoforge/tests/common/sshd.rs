@@ -119,8 +119,9 @@ impl Drop for SshHost {
 /// How the host's sshd is set up beyond the defaults.
 #[derive(Default)]
 pub struct Options<'a> {
-    /// More sshd_config lines (e.g. `SetEnv NAME=VALUE`).
-    pub sshd_config: &'a str,
+    /// Environment variables of the host's sessions, NAME=VALUE (sshd's `SetEnv`), beside the
+    /// host's own `TMPDIR` (see [`SshHost::copies`]).
+    pub env: &'a [&'a str],
     /// A command that runs sshd (given as its last arguments) in the namespace — e.g. `unshare
     /// -m` with a bind mount, to give the host its own view of a path.
     pub wrap: Option<&'a str>,
@@ -151,15 +152,17 @@ impl SshHost {
             assert!(ok, "{out}");
         }
         fs::copy(d.join("client_key.pub"), d.join("authorized_keys")).unwrap();
+        fs::create_dir_all(d.join("tmp")).unwrap();
         fs::write(
             d.join("sshd_config"),
             format!(
                 "ListenAddress {ip}\nPort 22\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
                  PidFile {d}/sshd.pid\nUsePAM no\nStrictModes no\nPermitRootLogin prohibit-password\n\
-                 PasswordAuthentication no\nKbdInteractiveAuthentication no\n{extra}\n",
+                 PasswordAuthentication no\nKbdInteractiveAuthentication no\n\
+                 SetEnv TMPDIR={d}/tmp {env}\n",
                 ip = c.ns_ip,
                 d = d.display(),
-                extra = o.sshd_config
+                env = o.env.join(" ")
             ),
         )
         .unwrap();
@@ -202,6 +205,21 @@ impl SshHost {
             std::thread::sleep(Duration::from_millis(200));
         }
         c
+    }
+
+    /// What pgoforge left in the host's own temporary directory (its sessions' `TMPDIR`, so
+    /// that tests running at once never see each other's copies) under names starting `prefix`.
+    pub fn copies(&self, prefix: &str) -> Vec<PathBuf> {
+        fs::read_dir(self.dir.path().join("tmp"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(prefix))
+            })
+            .collect()
     }
 
     pub fn ssh_config(&self) -> PathBuf {

@@ -592,13 +592,9 @@ fn an_a_a_control_measures_the_benchmarks_own_noise() {
     a.extend(["--rounds=3".into(), "--aa".into(), "--allow-busy".into()]);
     let r = common::pgoforge(&a.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let names: std::collections::BTreeSet<String> = fs::read_to_string(run.join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            format!("{}-{}", v["round"], v["contender"].as_str().unwrap())
-        })
+    let names: std::collections::BTreeSet<String> = common::records(&run)
+        .iter()
+        .map(|v| format!("{}-{}", v["round"], v["contender"].as_str().unwrap()))
         .collect();
     assert_eq!(names.len(), 9, "3 rounds x a, b and the control: {names:?}");
     assert!(names.contains("2-baseline-again"));
@@ -767,11 +763,7 @@ fn the_client_path_and_its_round_trip_are_measured_and_reported() {
             transport == "tcp",
             "{plan}"
         );
-        let recs: Vec<serde_json::Value> = std::fs::read_to_string(run.join("results.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let recs = common::records(&run);
         assert_eq!(recs.len(), 2);
         for rec in &recs {
             let want = if transport == "tcp" {

@@ -10,7 +10,7 @@
 use crate::common;
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -63,27 +63,13 @@ impl ClientHost {
     }
 }
 
-/// Copies of pgoforge the client side made (its temporary directories share this machine's /tmp).
-fn copies() -> Vec<PathBuf> {
-    fs::read_dir(std::env::temp_dir())
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("pgoforge-client."))
-        })
-        .collect()
-}
-
 #[test]
 fn a_client_on_another_host_drives_every_run_over_tcp_from_its_own_address() {
     let host = ClientHost::start(0);
     let t = tempfile::tempdir().unwrap();
     let run = t.path().join("r");
     let general = t.path().join("general.log");
-    let before = copies();
+    let before = host.copies("pgoforge-client.");
     let out = host
         .bench(t.path(), &run, 2, &general)
         .output()
@@ -94,11 +80,7 @@ fn a_client_on_another_host_drives_every_run_over_tcp_from_its_own_address() {
     assert!(plan.contains("\"transport\": \"tcp\""), "{plan}");
     assert!(plan.contains("\"destination\": \"client\""), "{plan}");
     assert!(!plan.contains("ssh_config"), "{plan}");
-    let recs: Vec<serde_json::Value> = fs::read_to_string(run.join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let recs = common::records(&run);
     assert_eq!(recs.len(), 2);
     for rec in &recs {
         assert_eq!(rec["result"]["server"]["transport"], "tcp", "{rec}");
@@ -130,7 +112,7 @@ fn a_client_on_another_host_drives_every_run_over_tcp_from_its_own_address() {
     );
     // Nothing stays on the client host: its process ended, its copy is removed.
     host.wait_until_client_gone("");
-    assert_eq!(copies(), before);
+    assert_eq!(host.copies("pgoforge-client."), before);
     assert!(common::processes_mentioning(t.path()).is_empty());
 }
 
@@ -140,7 +122,7 @@ fn losing_the_client_host_mid_run_stops_with_a_clear_error_and_leaves_nothing() 
         let host = ClientHost::start(tag);
         let t = tempfile::tempdir().unwrap();
         let run = t.path().join("r");
-        let before = copies();
+        let before = host.copies("pgoforge-client.");
         let mut child = host
             .bench(t.path(), &run, 30, &t.path().join("general.log"))
             .stdout(Stdio::null())
@@ -195,11 +177,11 @@ fn losing_the_client_host_mid_run_stops_with_a_clear_error_and_leaves_nothing() 
         );
         host.wait_until_client_gone(victim);
         let t0 = Instant::now();
-        while copies() != before {
+        while host.copies("pgoforge-client.") != before {
             assert!(
                 t0.elapsed() < Duration::from_secs(10),
                 "{victim}: the copied binary stayed: {:?}",
-                copies()
+                host.copies("pgoforge-client.")
             );
             std::thread::sleep(Duration::from_millis(100));
         }

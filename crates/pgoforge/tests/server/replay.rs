@@ -51,10 +51,8 @@ fn record(srv: &TestServer, kind: &str, file: &Path) {
 
 /// The replay workload's records in a benchmark run dir.
 fn replay_results(run: &Path) -> Vec<serde_json::Value> {
-    fs::read_to_string(run.join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+    common::records(run)
+        .into_iter()
         .filter(|v| v["workload"] == "replay")
         .collect()
 }
