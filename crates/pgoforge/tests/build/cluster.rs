@@ -19,6 +19,7 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/pgofix")
 }
 
+use crate::common;
 use crate::common::sshd::{sh, Netns};
 
 /// The namespace, its two daemons, the client's private sccache daemon: gone on drop.
@@ -288,6 +289,11 @@ fn remote_equals_local(
 
 #[test]
 fn builds_go_to_a_real_sccache_dist_cluster_where_they_may_and_stay_here_where_not() {
+    if !common::sshd::netns_allowed(
+        "builds_go_to_a_real_sccache_dist_cluster_where_they_may_and_stay_here_where_not",
+    ) {
+        return;
+    }
     let c = DistCluster::start();
     let work = c.dir.path().join("work");
 

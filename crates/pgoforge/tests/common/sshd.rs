@@ -20,6 +20,26 @@ pub fn sh(cmd: &str) -> (bool, String) {
     )
 }
 
+/// Whether this machine lets tests create network namespaces (root, a kernel that allows them).
+/// Where it does not, `test` says NOT RUN loudly and the caller returns: a machine that refuses
+/// namespaces cannot have these tests, and the output says so rather than passing in silence.
+/// (CI runs as root on Debian 12, where they run.)
+pub fn netns_allowed(test: &str) -> bool {
+    // Tests run at once in one process: each probe a name of its own.
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let probe = format!("pgf-probe-{}-{n}", std::process::id());
+    let (ok, out) = sh(&format!("ip netns add {probe} && ip netns del {probe}"));
+    if !ok {
+        eprintln!(
+            "\n*** NOT RUN: {test}: this machine refuses network namespaces ({}); run the \
+             tests as root on a machine that allows `ip netns add` ***\n",
+            out.trim()
+        );
+    }
+    ok
+}
+
 /// A network namespace with a veth pair to it: addresses inside 10.SUBNET.0.0/16, both ends up.
 /// On drop every process left in it is killed and both are deleted.
 pub struct Netns {
@@ -243,15 +263,21 @@ impl SshHost {
             .collect()
     }
 
-    /// Waits (bounded: 10 s) until no process named `comm` runs in the namespace; `what` names
-    /// the case in the failure.
+    /// Waits (bounded: 30 s, for a loaded machine) until no process named `comm` runs in the
+    /// namespace; `what` names the case in the failure.
     pub fn wait_until_gone(&self, comm: &str, what: &str) {
         let t0 = Instant::now();
         while !self.running(comm).is_empty() {
             assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "{what}: {comm} stayed on {}",
-                self.name
+                t0.elapsed() < Duration::from_secs(30),
+                "{what}: {comm} stayed on {}: {:?}",
+                self.name,
+                self.running(comm)
+                    .iter()
+                    .map(|p| fs::read_to_string(format!("/proc/{p}/cmdline"))
+                        .unwrap_or_default()
+                        .replace('\0', " "))
+                    .collect::<Vec<_>>()
             );
             std::thread::sleep(Duration::from_millis(100));
         }

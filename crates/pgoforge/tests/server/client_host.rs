@@ -65,6 +65,11 @@ impl ClientHost {
 
 #[test]
 fn a_client_on_another_host_drives_every_run_over_tcp_from_its_own_address() {
+    if !common::sshd::netns_allowed(
+        "a_client_on_another_host_drives_every_run_over_tcp_from_its_own_address",
+    ) {
+        return;
+    }
     let host = ClientHost::start(0);
     let t = tempfile::tempdir().unwrap();
     let run = t.path().join("r");
@@ -118,6 +123,11 @@ fn a_client_on_another_host_drives_every_run_over_tcp_from_its_own_address() {
 
 #[test]
 fn losing_the_client_host_mid_run_stops_with_a_clear_error_and_leaves_nothing() {
+    if !common::sshd::netns_allowed(
+        "losing_the_client_host_mid_run_stops_with_a_clear_error_and_leaves_nothing",
+    ) {
+        return;
+    }
     for (tag, victim) in [(1, "sshd"), (2, "pgoforge")] {
         let host = ClientHost::start(tag);
         let t = tempfile::tempdir().unwrap();
