@@ -207,6 +207,16 @@ impl Recipe {
                 self.name.escape_debug()
             );
         }
+        if !self.build.profile_partial_training && self.build.pgo_style == PgoStyle::Mysql {
+            // Measured: MySQL 9.7's build with the setting off had the very .text of the default
+            // one (docs/bench/mysql.md).
+            bail!(
+                "build.profile_partial_training = false has no effect with pgo_style = \"mysql\": \
+                 MySQL's cmake/fprofile.cmake appends -fprofile-partial-training itself (GCC 10 \
+                 and later), after pgoforge's flags; set pgo_style = \"flags\" too (pgoforge then \
+                 passes -fprofile-use itself and MySQL's FPROFILE_USE stays off)"
+            );
+        }
         if let Some(p) = self.apt_packages.iter().find(|p| !is_debian_package(p)) {
             bail!(
                 "apt_packages: '{}' is not a Debian package name (lowercase letters, digits, + - .)",
@@ -408,6 +418,20 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("unknown field `targtes`"), "{e}");
+        let e = Recipe::parse_user(
+            "np.toml",
+            "extends = \"mysql-9.7\"\n[build]\nprofile_partial_training = false\n",
+        )
+        .unwrap_err();
+        assert!(
+            format!("{e:#}").contains("set pgo_style = \"flags\" too"),
+            "{e:#}"
+        );
+        assert!(Recipe::parse_user(
+            "np.toml",
+            "extends = \"mysql-9.7\"\n[build]\nprofile_partial_training = false\npgo_style = \"flags\"\n",
+        )
+        .is_ok());
         let e = Recipe::parse_user("bad.toml", "extends = \"mariadb-9\"\n").unwrap_err();
         assert!(e.to_string().contains("mariadb-9"), "{e}");
         let e = Recipe::embedded("nope").unwrap_err();
