@@ -213,8 +213,10 @@ impl Recipe {
             bail!(
                 "build.profile_partial_training = false has no effect with pgo_style = \"mysql\": \
                  MySQL's cmake/fprofile.cmake appends -fprofile-partial-training itself (GCC 10 \
-                 and later), after pgoforge's flags; set pgo_style = \"flags\" too (pgoforge then \
-                 passes -fprofile-use itself and MySQL's FPROFILE_USE stays off)"
+                 and later), after pgoforge's flags; set pgo_style = \"flags\" too, with \
+                 -DREPRODUCIBLE_BUILD=ON in cmake_args (MySQL's FPROFILE_* switches turn it on; \
+                 without it a profile from a MySQL-style pgo-gen build does not match), and train \
+                 the profile with the same recipe"
             );
         }
         if let Some(p) = self.apt_packages.iter().find(|p| !is_debian_package(p)) {
