@@ -2,8 +2,13 @@
 //! users already set them up): the benchmark client's host (`--client-host`) and the build hosts
 //! (`--build-host`) both go through here.
 
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 use anyhow::{bail, Context, Result};
 
@@ -132,6 +137,120 @@ impl SshTarget {
         }
         Ok(dir)
     }
+}
+
+impl SshTarget {
+    /// Starts `pgoforge SUBCOMMAND` from `dir` (a [`SshTarget::copy_self`] directory) in one ssh
+    /// session; the shell around it removes `dir` when the session ends, however it ends.
+    pub fn start_copied(&self, dir: &str, subcommand: &str) -> Result<Session> {
+        let mut child = self
+            .command()
+            .arg(format!(
+                "d='{dir}'; trap 'rm -rf \"$d\"' EXIT HUP INT TERM; \"$d/pgoforge\" {subcommand}"
+            ))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("starting ssh (is openssh-client installed?)")?;
+        let (stdin, stdout, stderr) =
+            match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+                (Some(i), Some(o), Some(e)) => (i, BufReader::new(o), e),
+                _ => bail!("ssh started without its pipes"),
+            };
+        let tail = Tail::default();
+        let t = Arc::clone(&tail);
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                push(&t, line);
+            }
+        });
+        Ok(Session {
+            child,
+            stdin: Some(writer(stdin)),
+            stdout,
+            tail,
+            reader: Some(reader),
+        })
+    }
+}
+
+/// The last lines ssh wrote to stderr (its own diagnostics and the remote side's), for errors.
+type Tail = Arc<Mutex<VecDeque<String>>>;
+
+fn push(tail: &Tail, line: String) {
+    if let Ok(mut t) = tail.lock() {
+        if t.len() == 20 {
+            t.pop_front();
+        }
+        t.push_back(line);
+    }
+}
+
+/// One ssh session with pgoforge's copy on another host: lines in ([`Session::send`]), lines out
+/// (`stdout`), ssh's last words kept ([`Session::tail`]).
+pub struct Session {
+    pub child: Child,
+    stdin: Option<Sender<String>>,
+    pub stdout: BufReader<ChildStdout>,
+    tail: Tail,
+    reader: Option<JoinHandle<()>>,
+}
+
+impl Session {
+    /// Queues a line for the session's stdin; false when the session is gone.
+    pub fn send(&self, line: String) -> bool {
+        self.stdin.as_ref().is_some_and(|tx| tx.send(line).is_ok())
+    }
+
+    /// Closes the session's stdin: the remote pgoforge sees it and exits.
+    pub fn close_stdin(&mut self) {
+        drop(self.stdin.take());
+    }
+
+    /// Keeps `line` with ssh's last words (e.g. remote output that was not an answer).
+    pub fn note(&self, line: String) {
+        push(&self.tail, line);
+    }
+
+    /// ssh's last words so far.
+    pub fn tail(&self) -> Vec<String> {
+        self.tail
+            .lock()
+            .map(|t| t.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Waits for ssh to exit, then for its stderr to be read to the end: its status and last
+    /// words.
+    pub fn finish(&mut self) -> Result<(ExitStatus, Vec<String>)> {
+        self.close_stdin();
+        let status = self.child.wait().context("waiting for ssh")?;
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+        Ok((status, self.tail()))
+    }
+}
+
+/// The session's stdin, fed from a thread that blocks SIGPIPE for itself: pgoforge keeps
+/// SIGPIPE's default action (`pgoforge recipes | head` ends quietly), so a write to the stdin of an
+/// ssh that has died would kill it silently; here it fails, the thread ends, and the caller finds
+/// the session gone when it reads the answer. Dropping the sender closes stdin.
+fn writer(mut stdin: ChildStdin) -> Sender<String> {
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        super::runner::block_sigpipe_in_this_thread();
+        for line in rx {
+            if writeln!(stdin, "{line}")
+                .and_then(|_| stdin.flush())
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    tx
 }
 
 /// An absolute path of letters, digits and `/._-+` only: safe inside a single-quoted shell word

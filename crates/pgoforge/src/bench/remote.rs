@@ -13,12 +13,10 @@
 //! client reached this host at (from the session's `$SSH_CONNECTION`), and the benchmark user is
 //! let in from the client's address only.
 
-use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, Write};
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -26,7 +24,7 @@ use oltp::settings::{ConnSettings, Settings};
 use oltp::RunResult;
 use serde::{Deserialize, Serialize};
 
-use crate::infra::ssh::SshTarget;
+use crate::infra::ssh::{Session, SshTarget};
 
 /// Where the client runs: an ssh destination (`[user@]host`, anything `ssh` accepts, so
 /// ~/.ssh/config applies) and, for tests and unusual set-ups, an ssh config file of its own.
@@ -142,17 +140,11 @@ pub fn serve() -> Result<i32> {
     Ok(0)
 }
 
-/// The last lines ssh wrote to stderr (its own diagnostics and the remote side's), for errors.
-type Tail = Arc<Mutex<VecDeque<String>>>;
-
 /// A running client on the client host: one ssh session.
 pub struct Remote {
     host: ClientHost,
-    child: Child,
-    /// Lines for the session's stdin, written by a thread of their own (see [`writer`]).
-    stdin: Option<std::sync::mpsc::Sender<String>>,
-    stdout: BufReader<ChildStdout>,
-    stderr: Tail,
+    /// Boxed: the session's pipes and threads make it large beside a local client.
+    session: Box<Session>,
     /// This host's address as the client host reaches it: the servers listen on it.
     pub server_addr: IpAddr,
     /// The client host's address: the servers let the benchmark user in from it.
@@ -168,40 +160,10 @@ impl Remote {
             host.destination
         ));
         let dir = host.target().copy_self("the client host", "client")?;
-        let mut child = host
-            .ssh()
-            .arg(format!(
-                "d='{dir}'; trap 'rm -rf \"$d\"' EXIT HUP INT TERM; \"$d/pgoforge\" client-serve"
-            ))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .context("starting ssh (is openssh-client installed?)")?;
-        let stderr = Tail::default();
-        if let Some(err) = child.stderr.take() {
-            let tail = stderr.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(err).lines().map_while(Result::ok) {
-                    if let Ok(mut t) = tail.lock() {
-                        if t.len() == 20 {
-                            t.pop_front();
-                        }
-                        t.push_back(line);
-                    }
-                }
-            });
-        }
-        let (stdin, stdout) = match (child.stdin.take(), child.stdout.take()) {
-            (Some(i), Some(o)) => (i, BufReader::new(o)),
-            _ => bail!("ssh started without its pipes"),
-        };
+        let session = Box::new(host.target().start_copied(&dir, "client-serve")?);
         let mut remote = Remote {
             host: host.clone(),
-            child,
-            stdin: Some(writer(stdin)),
-            stdout,
-            stderr,
+            session,
             server_addr,
             client_addr,
         };
@@ -246,7 +208,7 @@ impl Remote {
     /// Queues a request; a session already gone is found here or by the next [`Self::receive`].
     fn send(&mut self, r: &Request) -> Result<()> {
         let line = serde_json::to_string(r)?;
-        let queued = self.stdin.as_ref().is_some_and(|tx| tx.send(line).is_ok());
+        let queued = self.session.send(line);
         if queued {
             Ok(())
         } else {
@@ -256,7 +218,7 @@ impl Remote {
 
     fn receive(&mut self) -> Result<Response> {
         let mut line = String::new();
-        match self.stdout.read_line(&mut line) {
+        match self.session.stdout.read_line(&mut line) {
             Ok(n) if n > 0 => serde_json::from_str(&line).with_context(|| {
                 format!(
                     "the client on {} answered something that is not a response: {}",
@@ -272,7 +234,7 @@ impl Remote {
     fn ended(&mut self) -> anyhow::Error {
         let deadline = Instant::now() + Duration::from_secs(5);
         let status = loop {
-            match self.child.try_wait() {
+            match self.session.child.try_wait() {
                 Ok(Some(s)) => break Some(s),
                 Ok(None) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(50))
@@ -282,11 +244,7 @@ impl Remote {
         };
         // Give the stderr reader a moment to take ssh's last line.
         std::thread::sleep(Duration::from_millis(100));
-        let tail: Vec<String> = self
-            .stderr
-            .lock()
-            .map(|t| t.iter().cloned().collect())
-            .unwrap_or_default();
+        let tail = self.session.tail();
         anyhow!(
             "the benchmark client on {} stopped: its ssh session ended ({}){}. What was measured \
              is kept; once `ssh {}` works again the same command with --resume continues",
@@ -305,37 +263,17 @@ impl Remote {
 impl Drop for Remote {
     /// Closing stdin ends the remote client (and removes its binary); ssh then exits.
     fn drop(&mut self) {
-        drop(self.stdin.take());
+        self.session.close_stdin();
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
+            if let Ok(Some(_)) = self.session.child.try_wait() {
                 return;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.session.child.kill();
+        let _ = self.session.child.wait();
     }
-}
-
-/// The session's stdin, fed from a thread that blocks SIGPIPE for itself: pgoforge keeps
-/// SIGPIPE's default action (`pgoforge recipes | head` ends quietly), so a write to the stdin of an
-/// ssh that has died would kill it silently; here it fails, the thread ends, and the benchmark
-/// finds the session gone when it reads the answer. Dropping the sender closes stdin.
-fn writer(mut stdin: ChildStdin) -> std::sync::mpsc::Sender<String> {
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        crate::infra::runner::block_sigpipe_in_this_thread();
-        for line in rx {
-            if writeln!(stdin, "{line}")
-                .and_then(|_| stdin.flush())
-                .is_err()
-            {
-                break;
-            }
-        }
-    });
-    tx
 }
 
 /// This host's and the client host's addresses as the session sees them, and a check that the

@@ -17,10 +17,10 @@
 //! baseline's tree, and training needs the instrumented build's objects.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -312,48 +312,13 @@ fn build_there(host: &SshTarget, bin_dir: &str, req: &BuildRequest) -> Result<Bu
             .unwrap_or_else(|_| req.work_dir.to_path_buf()),
         jobs: req.jobs,
     };
-    let line = serde_json::to_string(&job)?;
-    let mut child = host
-        .command()
-        .arg(format!(
-            "d='{bin_dir}'; trap 'rm -rf \"$d\"' EXIT HUP INT TERM; \"$d/pgoforge\" build-serve"
-        ))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("starting ssh (is openssh-client installed?)")?;
-    let (stdin, stdout, stderr) =
-        match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
-            (Some(i), Some(o), Some(e)) => (i, o, e),
-            _ => bail!("ssh started without its pipes"),
-        };
-    // The request is written, and stdin then held open until the answer is in, by a thread of its
-    // own that blocks SIGPIPE (an ssh that died must not kill pgoforge silently); closing stdin
-    // is what stops the build there.
-    let (hold, held) = std::sync::mpsc::channel::<()>();
-    let writer = std::thread::spawn(move || {
-        crate::infra::runner::block_sigpipe_in_this_thread();
-        let mut stdin = stdin;
-        let _ = writeln!(stdin, "{line}").and_then(|_| stdin.flush());
-        let _ = held.recv();
-    });
-    let tail = Arc::new(Mutex::new(Vec::<String>::new()));
-    let tail_in = Arc::clone(&tail);
-    let reader = std::thread::spawn(move || {
-        for l in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Ok(mut t) = tail_in.lock() {
-                t.push(l);
-                let n = t.len();
-                if n > 20 {
-                    t.drain(..n - 20);
-                }
-            }
-        }
-    });
+    let mut session = host.start_copied(bin_dir, "build-serve")?;
+    // stdin stays open until the answer is in: closing it is what stops the build there.
+    session.send(serde_json::to_string(&job)?);
     let mut answer = None;
-    for l in BufReader::new(stdout).lines().map_while(Result::ok) {
-        match serde_json::from_str::<Answer>(&l) {
+    let mut line = String::new();
+    while matches!(session.stdout.read_line(&mut line), Ok(n) if n > 0) {
+        match serde_json::from_str::<Answer>(line.trim_end()) {
             Ok(Answer::Progress(p)) => {
                 if let Some(f) = req.progress {
                     f(p)
@@ -364,18 +329,12 @@ fn build_there(host: &SshTarget, bin_dir: &str, req: &BuildRequest) -> Result<Bu
                 break;
             }
             // Not an answer (a login banner, a shell's words): kept for the error.
-            Err(_) => {
-                if let Ok(mut t) = tail.lock() {
-                    t.push(l.chars().take(300).collect());
-                }
-            }
+            Err(_) => session.note(line.trim_end().chars().take(300).collect()),
         }
+        line.clear();
     }
-    drop(hold);
-    let _ = writer.join();
-    let status = child.wait()?;
-    let _ = reader.join();
-    let words = tail.lock().map(|t| t.join(" / ")).unwrap_or_default();
+    let (status, words) = session.finish()?;
+    let words = words.join(" / ");
     match answer {
         Some(Answer::Built(b)) => Ok(*b),
         Some(Answer::Failed(e)) => Err(anyhow!("the build on {} failed: {e}", host.destination)),
