@@ -391,23 +391,24 @@ mod tests {
         assert_eq!("pgo+lto".parse::<Variant>().unwrap().cs_gen(), None);
     }
 
+    /// A GCC variant's flags in the MySQL style.
+    fn mysql_style(v: &str, partial_training: bool) -> FlagSet {
+        flags(&FlagInputs {
+            variant: v.parse().unwrap(),
+            compiler: &gcc(),
+            pgo_style: PgoStyle::Mysql,
+            gen_dir: Path::new("/gen"),
+            profile: Some(&ProfileInput::GccDir("/p".into())),
+            build_dir: Path::new("/b"),
+            link_jobs: 2,
+            version_suffix_arg: None,
+            partial_training,
+        })
+    }
+
     #[test]
     fn mysql_style_pgo_uses_mysqls_switches_and_keeps_lto_to_lto_variants() {
-        let gcc = gcc();
-        let p = ProfileInput::GccDir("/p".into());
-        let mk = |v: &str| {
-            flags(&FlagInputs {
-                variant: v.parse().unwrap(),
-                compiler: &gcc,
-                pgo_style: PgoStyle::Mysql,
-                gen_dir: Path::new("/gen"),
-                profile: Some(&p),
-                build_dir: Path::new("/b"),
-                link_jobs: 2,
-                version_suffix_arg: None,
-                partial_training: true,
-            })
-        };
+        let mk = |v: &str| mysql_style(v, true);
         let g = mk("pgo-gen");
         assert!(g.cmake_defs.contains(&"-DFPROFILE_GENERATE=ON".into()));
         assert!(!g.cflags.iter().any(|f| f.starts_with("-fprofile-generate")));
@@ -427,21 +428,7 @@ mod tests {
 
     #[test]
     fn partial_training_is_the_recipes_choice() {
-        let gcc = gcc();
-        let p = ProfileInput::GccDir("/p".into());
-        let mk = |partial_training| {
-            flags(&FlagInputs {
-                variant: "pgo".parse().unwrap(),
-                compiler: &gcc,
-                pgo_style: PgoStyle::Mysql,
-                gen_dir: Path::new("/gen"),
-                profile: Some(&p),
-                build_dir: Path::new("/b"),
-                link_jobs: 2,
-                version_suffix_arg: None,
-                partial_training,
-            })
-        };
+        let mk = |partial_training| mysql_style("pgo", partial_training);
         let has = |f: &FlagSet| f.cflags.iter().any(|c| c == "-fprofile-partial-training");
         assert!(has(&mk(true)));
         let off = mk(false);
