@@ -8,6 +8,7 @@ pub mod adaptive;
 pub mod cachegrind;
 pub mod calibrate;
 pub mod client;
+pub mod design;
 pub mod environment;
 pub mod export;
 pub mod load;

@@ -711,11 +711,7 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
         held_out,
         own_noise,
         per_second_cv: {
-            let v: Vec<f64> = records
-                .iter()
-                .filter(|r| is_steady(r.workload))
-                .filter_map(|r| per_second_cv(&r.result))
-                .collect();
+            let v = run_cvs(&records);
             (!v.is_empty()).then(|| super::stats::median(&v))
         },
         noise_floor,
@@ -785,6 +781,30 @@ pub fn per_second_cv(r: &oltp::RunResult) -> Option<f64> {
     }
     let m = super::stats::mean(&iv);
     (m > 0.0).then(|| super::stats::stddev(&iv) / m)
+}
+
+/// The per-second variation of every steady run: a plain run's own ([`per_second_cv`]); in
+/// the sliced design, a round's slices of one contender and cell taken together (each slice's
+/// first second, the switch, left out when it has more) — a 2-s slice alone has too few seconds.
+fn run_cvs(records: &[Record]) -> Vec<f64> {
+    let mut sliced: BTreeMap<(u32, &str, String, u32), Vec<f64>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for r in records.iter().filter(|r| is_steady(r.workload)) {
+        if r.slice.is_none() {
+            out.extend(per_second_cv(&r.result));
+            continue;
+        }
+        let skip = usize::from(r.result.intervals.len() > 1);
+        sliced
+            .entry((r.round, &r.contender, r.workload.to_string(), r.threads))
+            .or_default()
+            .extend(r.result.intervals.iter().skip(skip).map(|i| i.tps));
+    }
+    out.extend(sliced.values().filter(|v| v.len() >= 3).filter_map(|v| {
+        let m = super::stats::mean(v);
+        (m > 0.0).then(|| super::stats::stddev(v) / m)
+    }));
+    out
 }
 
 /// A run is unstable when its per-second throughput varies far more than the benchmark's other

@@ -19,7 +19,9 @@ use super::client::Client;
 use super::load::{wait_until_quiet, Guard, Load, Meter};
 use super::order::round_order;
 use super::plan::{BenchPlan, Contender};
-use super::run_dir::{by_round, drop_torn_tail, open_run_dir, read_records, results_path, Record};
+use super::run_dir::{
+    by_round, drop_torn_tail, open_run_dir, read_plan, read_records, results_path, Record,
+};
 use crate::infra::exit::Refuse;
 use crate::server::{cpu, template, ServerSpec};
 
@@ -47,6 +49,13 @@ pub fn benchmark(
     tick: &dyn Fn(u64, u64),
 ) -> Result<()> {
     check_contenders(plan).refused()?;
+    // Sliced only where every server fits in memory at once (bench/design.rs).
+    let earlier = resume.then(|| read_plan(dir)).flatten();
+    let (plan, why) = super::design::as_run(plan, earlier.as_ref(), super::design::available_mb());
+    if let Some(why) = why {
+        log(&why);
+    }
+    let plan = &plan;
     open_run_dir(plan, dir, resume)?;
     drop_torn_tail(&results_path(dir))?;
     let done: HashSet<(u32, String, TestName, u32)> = read_records(dir)?
@@ -144,6 +153,7 @@ pub fn benchmark(
                 round,
                 &order,
                 slice,
+                (guard, &mut noise_checked),
                 &done,
                 &tpl,
                 &base_spec,
@@ -209,7 +219,7 @@ pub fn benchmark(
                     if !noise_checked && super::report::is_steady(w) {
                         noise_checked = true;
                         // After the record is written: the same command resumes from here.
-                        check_host_noise(&rec.result, guard, log)?;
+                        check_host_noise(&rec.result, guard, false, log)?;
                     }
                 }
                 srv.stop().with_context(|| format!("stopping {}", c.name))?;
@@ -271,25 +281,38 @@ fn check_contenders(plan: &BenchPlan) -> Result<()> {
 pub const NOISY_CV: f64 = 0.08;
 
 /// Stops the benchmark (exit status 5) when the run's per-second throughput is too erratic,
-/// unless `--allow-noisy`; says so either way.
-fn check_host_noise(r: &RunResult, guard: Guard, log: &dyn Fn(&str)) -> Result<()> {
+/// unless `--allow-noisy`; says so either way. `sliced`: the run was a warm-up of the sliced
+/// design, which is this host's remedy already — a noisy host is then said, never refused.
+fn check_host_noise(r: &RunResult, guard: Guard, sliced: bool, log: &dyn Fn(&str)) -> Result<()> {
     let Some(cv) = super::report::per_second_cv(r) else {
         return Ok(());
     };
+    let which = if sliced {
+        "the first warm-up"
+    } else {
+        "the first run"
+    };
     if cv <= NOISY_CV {
         log(&format!(
-            "host noise: per-second throughput varied {:.1}% within the first run (quiet)",
+            "host noise: per-second throughput varied {:.1}% within {which} (quiet)",
             cv * 100.0
         ));
         return Ok(());
     }
     let what = format!(
-        "this host is noisy: per-second throughput varied {:.1}% within the first run (more \
-         than {:.0}%; a quiet host shows about 3%), so every interval will be wide and small \
-         differences unprovable",
+        "this host is noisy: per-second throughput varied {:.1}% within {which} (more \
+         than {:.0}%; a quiet host shows about 3%)",
         cv * 100.0,
         NOISY_CV * 100.0
     );
+    if sliced {
+        log(&format!(
+            "{what}; the sliced design lets seconds-scale noise hit every contender alike \
+             (docs/bench/trust.md), and the A/A control, if any, shows what is left"
+        ));
+        return Ok(());
+    }
+    let what = format!("{what}, so every interval will be wide and small differences unprovable");
     if guard.allow_noisy {
         log(&format!("{what}; measuring anyway (--allow-noisy)"));
         return Ok(());
@@ -298,9 +321,9 @@ fn check_host_noise(r: &RunResult, guard: Guard, log: &dyn Fn(&str)) -> Result<(
         cv,
         message: format!(
             "{what}. Stopped after the first run (kept: the same command resumes). Benchmark on a \
-             quieter host or later; or pass --slice 2 with --allow-noisy (the sliced design: on \
-             such a host 4x less scatter per round, docs/bench/trust.md); or --allow-noisy alone \
-             to measure anyway"
+             quieter host or later; or leave out --slice 0 (the default sliced design: on such a \
+             host 4x less scatter per round, docs/bench/trust.md); or pass --allow-noisy to \
+             measure anyway"
         ),
     }
     .into())
@@ -342,6 +365,7 @@ fn sliced_round(
     round: u32,
     order: &[usize],
     slice: u64,
+    (guard, noise_checked): (Guard, &mut bool),
     done: &HashSet<(u32, String, TestName, u32)>,
     tpl: &Path,
     base_spec: &ServerSpec,
@@ -379,7 +403,7 @@ fn sliced_round(
         if plan.spec.warmup_seconds > 0 {
             for (ci, srv, _, _) in &servers {
                 let c = &plan.contenders[*ci];
-                measure_for(
+                let (warm, _) = measure_for(
                     plan,
                     c,
                     srv,
@@ -390,6 +414,11 @@ fn sliced_round(
                     plan.spec.warmup_seconds,
                     0,
                 )?;
+                // Slices are too short for a per-second spread; a warm-up is long enough.
+                if !*noise_checked && super::report::is_steady(w) {
+                    *noise_checked = true;
+                    check_host_noise(&warm, guard, true, log)?;
+                }
             }
         }
         let mut recs = Vec::new();

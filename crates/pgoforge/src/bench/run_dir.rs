@@ -46,6 +46,11 @@ pub fn plan_path(dir: &Path) -> PathBuf {
     dir.join("plan.json")
 }
 
+/// The plan of the benchmark in `dir`, if it holds a readable one (what a resume continues).
+pub fn read_plan(dir: &Path) -> Option<BenchPlan> {
+    serde_json::from_str(&fs::read_to_string(plan_path(dir)).ok()?).ok()
+}
+
 pub fn results_path(dir: &Path) -> PathBuf {
     dir.join("results.jsonl")
 }

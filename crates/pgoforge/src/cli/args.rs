@@ -210,13 +210,14 @@ pub struct BenchSpecArgs {
     /// With --target-ci: add no round that would end after this many minutes of benchmarking.
     #[arg(long = "budget-minutes", value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub budget_minutes: Option<u64>,
-    /// The sliced design: every contender's server up at once each round, the client alternating
-    /// between them every SECONDS (a round's slices averaged, so pairing stays by round and each
-    /// round still restarts the servers on fresh copies) — seconds-scale noise then hits all
-    /// contenders alike. Needs memory for every contender's buffer pool at once. On a noisy host
-    /// about 4x less scatter per round than the plain design in equal time; not yet measured on
-    /// a quiet one, so not the default (docs/bench/trust.md).
-    #[arg(long = "slice", value_name = "SECONDS")]
+    /// The benchmark design: every contender's server up at once each round, the client
+    /// alternating between them every SECONDS (a round's slices averaged, so pairing stays by
+    /// round and each round still restarts the servers on fresh copies) — seconds-scale noise
+    /// then hits all contenders alike: on a noisy host 4x less scatter per round than the plain
+    /// design in equal time (docs/bench/trust.md). 0: the plain design, one contender after the
+    /// other. Needs memory for every contender's buffer pool at once; where it does not fit, the
+    /// benchmark says so and runs plain [2, or --time when shorter].
+    #[arg(long = "slice", value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(0..=86_400))]
     pub slice: Option<u64>,
     /// How the benchmark client connects: socket (the server's Unix socket) or tcp (to
     /// 127.0.0.1: what a client on another host has to use, so runs to be compared with such
@@ -293,7 +294,14 @@ impl BenchSpecArgs {
                 .map(|_| DEFAULT_MAX_ROUNDS.max(self.rounds.unwrap_or(0)))),
             budget_minutes: self.budget_minutes,
             replay: self.replay(),
-            slice_seconds: self.slice,
+            slice_seconds: match self.slice {
+                Some(0) => None,
+                Some(s) => Some(s),
+                // The default slice never exceeds a short --time (one slice per run then).
+                None => d
+                    .slice_seconds
+                    .map(|s| s.min(self.time.unwrap_or(d.seconds))),
+            },
             transport: self.transport_for_client(d.transport),
             client_host: self.client_host.as_ref().map(|h| {
                 pgoforge::bench::remote::ClientHost::parse(h, self.ssh_config.clone())

@@ -69,16 +69,11 @@ pub struct BenchArgs {
     json: bool,
 }
 
-/// The seed and order scheme of the benchmark being resumed in `dir`: continuing it must not
-/// draw a new design.
-pub(super) fn resumed_design(dir: &std::path::Path, resume: bool) -> Option<(u64, OrderScheme)> {
-    if !resume {
-        return None;
-    }
-    let text = std::fs::read_to_string(run_dir::plan_path(dir)).ok()?;
-    serde_json::from_str::<BenchPlan>(&text)
-        .ok()
-        .map(|p| (p.seed, p.order_scheme))
+/// The plan of the benchmark being resumed in `dir`: continuing it must not draw a new design
+/// (seed, order scheme, and — unless --slice says otherwise — the design it was begun with, plain
+/// for benchmarks begun before the sliced design became the default).
+pub(super) fn resumed_design(dir: &std::path::Path, resume: bool) -> Option<BenchPlan> {
+    resume.then(|| run_dir::read_plan(dir)).flatten()
 }
 
 pub fn main(a: BenchArgs) -> Result<i32> {
@@ -138,6 +133,10 @@ pub fn main(a: BenchArgs) -> Result<i32> {
         return Ok(0);
     }
     let resumed = resumed_design(&dir, resume);
+    let mut spec = spec;
+    if let (None, Some(r)) = (a.spec.slice, &resumed) {
+        spec.slice_seconds = r.spec.slice_seconds;
+    }
     let mut plan = BenchPlan {
         contenders,
         spec,
@@ -145,10 +144,10 @@ pub fn main(a: BenchArgs) -> Result<i32> {
         pin: !a.no_pin,
         seed: a
             .seed
-            .or(resumed.map(|(s, _)| s))
+            .or(resumed.as_ref().map(|r| r.seed))
             .unwrap_or_else(plan::fresh_seed),
         label: String::new(),
-        order_scheme: resumed.map_or(OrderScheme::Williams, |(_, o)| o),
+        order_scheme: resumed.map_or(OrderScheme::Williams, |r| r.order_scheme),
         reference_only: Vec::new(),
         trained_on: Vec::new(),
         training: Vec::new(),

@@ -70,6 +70,9 @@ pub fn main(a: CalibrateArgs) -> Result<i32> {
     let resume = a.run_dir.resume;
     // A resumed calibration keeps its design, and the wall time its runs took when measured.
     let earlier = super::bench::resumed_design(&dir, resume);
+    if let (None, Some(e)) = (a.spec.slice, &earlier) {
+        spec.slice_seconds = e.spec.slice_seconds;
+    }
     let earlier_wall = calibrate::read(&calibrate::copy_in_run_dir(&dir))
         .ok()
         .flatten()
@@ -87,7 +90,7 @@ pub fn main(a: CalibrateArgs) -> Result<i32> {
         pin: !a.no_pin,
         seed: a
             .seed
-            .or(earlier.map(|(seed, _)| seed))
+            .or(earlier.as_ref().map(|e| e.seed))
             .unwrap_or_else(plan::fresh_seed),
         label: "calibration: A/A".into(),
         order_scheme: OrderScheme::Williams,

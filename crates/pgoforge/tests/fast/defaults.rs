@@ -1,6 +1,6 @@
 //! The defaults a plain `pgoforge run` resolves to, as its plan shows them: the training mix the
 //! train × evaluate matrix chose, and a benchmark workload that training never runs (the
-//! held-out check). `--plan` fetches, builds and starts nothing.
+//! held-out check), and the sliced benchmark design. `--plan` fetches, builds and starts nothing.
 
 use std::process::Command;
 
@@ -89,5 +89,23 @@ fn the_oltp_mix_alone_stays_one_option_away_and_quick_and_mix_keep_it() {
             "oltp_read_write",
             "tpcc"
         ]
+    );
+}
+
+/// The sliced design is the default (2-s slices, never longer than --time); `--slice 0` is the
+/// plain design, which the plan then leaves out as plans made before it did.
+#[test]
+fn the_default_benchmark_is_sliced_every_2_s_and_slice_0_is_the_plain_design() {
+    let slice = |extra: &[&str]| plan(extra)["request"]["bench"]["slice_seconds"].clone();
+    assert_eq!(slice(&[]), 2);
+    assert_eq!(slice(&["--quick"]), 2);
+    assert_eq!(slice(&["--matrix"]), 2);
+    assert_eq!(slice(&["--time", "1"]), 1, "a slice is at most --time");
+    assert_eq!(slice(&["--slice", "5"]), 5);
+    let plain = plan(&["--slice", "0"]);
+    assert!(
+        plain["request"]["bench"].get("slice_seconds").is_none(),
+        "{}",
+        plain["request"]["bench"]
     );
 }

@@ -386,6 +386,24 @@ fn a_resumed_cli_benchmark_keeps_its_seed_and_design() {
         md.contains(&format!("(seed {seed}, a Williams design")),
         "{md}"
     );
+    // The default design is sliced now; a benchmark begun plain (as every one was before) is
+    // resumed plain without being told, not refused as "a different plan".
+    assert_eq!(plan(&run)["slice_seconds"], 1, "sliced, at most --time");
+    let old = t.path().join("plain");
+    let mut plain = tiny_cli_bench(w, &old);
+    plain.extend(["--allow-busy".into(), "--slice=0".into()]);
+    let r = common::pgoforge(&plain.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(plan(&old).get("slice_seconds").is_none());
+    let mut resumed = tiny_cli_bench(w, &old);
+    resumed.extend(["--allow-busy".into(), "--resume".into()]);
+    let r = common::pgoforge(&resumed.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(plan(&old).get("slice_seconds").is_none());
+    assert!(read_records(&old)
+        .unwrap()
+        .iter()
+        .all(|r| r.slice.is_none()));
 }
 
 /// A benchmark on a busy machine (one spinning process per CPU) waits, then refuses with the
@@ -622,10 +640,12 @@ fn an_a_a_control_measures_the_benchmarks_own_noise() {
     assert!(r.stderr.contains("name yours otherwise"), "{}", r.stderr);
 }
 
-/// A host whose per-second throughput is erratic stops the benchmark after its first run (exit
-/// status 5, the cause and the fix named, that run kept); `--allow-noisy` resumes it, and the
-/// report calls the host noisy. The noise is made real: the servers are stopped for 0.6 s of
-/// every 1.5 s by a wrapper, as a host's neighbours would.
+/// A host whose per-second throughput is erratic stops a plain benchmark (`--slice 0`) after its
+/// first run (exit status 5, the cause and the fix named, that run kept); `--allow-noisy` resumes
+/// it, and the report calls the host noisy. The default sliced design, the remedy itself, says so
+/// after the first warm-up and measures on; its report calls the host noisy too. The noise is
+/// made real: the servers are stopped for 0.6 s of every 1.5 s by a wrapper, as a host's
+/// neighbours would.
 #[test]
 fn a_noisy_host_is_refused_unless_allowed_and_the_report_says_so() {
     use std::os::unix::fs::PermissionsExt;
@@ -662,7 +682,12 @@ fn a_noisy_host_is_refused_unless_allowed_and_the_report_says_so() {
         a.extend(extra.iter().map(|s| s.to_string()));
         a
     };
-    let r = common::pgoforge(&args(&[]).iter().map(String::as_str).collect::<Vec<_>>());
+    let r = common::pgoforge(
+        &args(&["--slice=0"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
     assert_eq!(r.code, 5, "{}", r.stderr);
     assert!(
         r.stderr.contains("this host is noisy") && r.stderr.contains("--allow-noisy"),
@@ -675,7 +700,7 @@ fn a_noisy_host_is_refused_unless_allowed_and_the_report_says_so() {
         "the first run is kept"
     );
     let r = common::pgoforge(
-        &args(&["--allow-noisy", "--resume"])
+        &args(&["--slice=0", "--allow-noisy", "--resume"])
             .iter()
             .map(String::as_str)
             .collect::<Vec<_>>(),
@@ -683,6 +708,31 @@ fn a_noisy_host_is_refused_unless_allowed_and_the_report_says_so() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(read_records(&run).unwrap().len(), 2);
     let text = fs::read_to_string(run.join("report.txt")).unwrap();
+    assert!(text.contains("a NOISY host"), "{text}");
+
+    let sliced_run = t.path().join("s");
+    let a: Vec<String> = args(&["--warmup=5"])
+        .into_iter()
+        .filter(|x| x != "--warmup=0")
+        .map(|x| {
+            if x.starts_with("--run=") {
+                format!("--run={}", sliced_run.display())
+            } else {
+                x
+            }
+        })
+        .collect();
+    let r = common::pgoforge(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("this host is noisy") && r.stderr.contains("the sliced design"),
+        "{}",
+        r.stderr
+    );
+    let recs = read_records(&sliced_run).unwrap();
+    assert_eq!(recs.len(), 6, "3 slices of 2 s for each of the two");
+    assert!(recs.iter().all(|r| r.slice.is_some()));
+    let text = fs::read_to_string(sliced_run.join("report.txt")).unwrap();
     assert!(text.contains("a NOISY host"), "{text}");
 }
 
