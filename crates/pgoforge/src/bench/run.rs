@@ -442,7 +442,13 @@ fn sliced_round(
                 });
             }
         }
-        for rec in &recs {
+        // A cell a crash left half-written keeps what it has: only the missing contenders'
+        // slices are added, so nothing is counted twice.
+        let missing: Vec<&Record> = recs
+            .iter()
+            .filter(|r| !done.contains(&(round, r.contender.clone(), w, t)))
+            .collect();
+        for rec in &missing {
             writeln!(out, "{}", serde_json::to_string(rec)?)?;
         }
         out.sync_data()?;
@@ -450,7 +456,10 @@ fn sliced_round(
             "round {round}/{}: {w} {t} thr: {} slices of {slice} s per contender",
             plan.spec.rounds, slices
         ));
-        written += servers.len() as u64;
+        written += servers
+            .iter()
+            .filter(|(ci, ..)| !done.contains(&(round, plan.contenders[*ci].name.clone(), w, t)))
+            .count() as u64;
     }
     for (ci, mut srv, inst, _) in servers {
         srv.stop()

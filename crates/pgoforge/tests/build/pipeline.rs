@@ -156,6 +156,8 @@ fn tiny_bench(rounds: u32) -> BenchSpec {
         warmup_seconds: 0,
         tables: 1,
         table_size: 100,
+        // The default design, sliced, at the most --time allows.
+        slice_seconds: Some(1),
         ..BenchSpec::standard()
     }
 }
