@@ -264,10 +264,21 @@ pub fn read_skipped(dir: &Path) -> Result<Vec<CgSkip>> {
     }
 }
 
+/// Why valgrind cannot run a binary as it is.
+#[derive(Debug, PartialEq)]
+enum Unrunnable {
+    /// It gives up on the debug information (Debian 12's valgrind 3.19 on clang 22's DWARF 5 in a
+    /// server-sized binary): a copy without it runs the same code.
+    DebugInfo,
+    /// Anything else, in words (an instruction valgrind does not implement).
+    Other(String),
+}
+
 /// Whether valgrind can run `binary` at all (its `--version`, under `--tool=none`): a binary
 /// built with `-march=native` on a CPU with AVX-512 carries instructions valgrind does not
-/// implement, and dies of SIGILL in its static constructors. Err holds the reason, in words.
-fn runs_under_valgrind(binary: &Path) -> Result<(), String> {
+/// implement, and dies of SIGILL in its static constructors; one built by clang 22 carries debug
+/// information valgrind 3.19 cannot read.
+fn runs_under_valgrind(binary: &Path) -> Result<(), Unrunnable> {
     let out = match Command::new("valgrind")
         .arg("--tool=none")
         .arg(binary)
@@ -275,10 +286,83 @@ fn runs_under_valgrind(binary: &Path) -> Result<(), String> {
         .output()
     {
         Ok(o) => o,
-        Err(e) => return Err(format!("valgrind could not be started: {e}")),
+        Err(e) => {
+            return Err(Unrunnable::Other(format!(
+                "valgrind could not be started: {e}"
+            )))
+        }
     };
     let err = String::from_utf8_lossy(&out.stderr);
-    unrunnable(&err).map_or(Ok(()), Err)
+    if unreadable_debuginfo(&err) {
+        return Err(Unrunnable::DebugInfo);
+    }
+    unrunnable(&err).map_or(Ok(()), |r| Err(Unrunnable::Other(r)))
+}
+
+/// valgrind's words when it stops on debug information it cannot read.
+fn unreadable_debuginfo(stderr: &str) -> bool {
+    stderr.contains("debuginfo reader") && stderr.contains("Giving up")
+}
+
+/// The binary valgrind runs for `binary`: itself, or — when valgrind gives up on its debug
+/// information — a copy beside it (so its share files are found alike) without the debug
+/// sections (`objcopy --strip-debug`: the same code, hence the same counts), made once and again
+/// only when the binary is newer. Err: why neither runs.
+fn measurable(binary: &Path, log: &dyn Fn(&str)) -> Result<PathBuf, String> {
+    match runs_under_valgrind(binary) {
+        Ok(()) => return Ok(binary.to_path_buf()),
+        Err(Unrunnable::Other(r)) => return Err(r),
+        Err(Unrunnable::DebugInfo) => {}
+    }
+    let copy = without_debug_info(binary)?;
+    log(&format!(
+        "cachegrind: valgrind cannot read the debug information of {} (clang's DWARF 5?); \
+         measuring {} instead, the same code without it",
+        binary.display(),
+        copy.display()
+    ));
+    match runs_under_valgrind(&copy) {
+        Ok(()) => Ok(copy),
+        Err(Unrunnable::DebugInfo) => Err(
+            "valgrind cannot read its debug information, even with the debug sections removed"
+                .into(),
+        ),
+        Err(Unrunnable::Other(r)) => Err(r),
+    }
+}
+
+/// `BINARY.nodebug` beside `binary`: its copy without debug sections (kept while newer).
+fn without_debug_info(binary: &Path) -> Result<PathBuf, String> {
+    let mut name = binary.as_os_str().to_owned();
+    name.push(".nodebug");
+    let copy = PathBuf::from(name);
+    let mtime = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
+    if let (Some(c), Some(b)) = (mtime(&copy), mtime(binary)) {
+        if c >= b {
+            return Ok(copy);
+        }
+    }
+    let mut tmp = copy.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let out = Command::new("objcopy")
+        .arg("--strip-debug")
+        .arg(binary)
+        .arg(&tmp)
+        .output()
+        .map_err(|e| {
+            format!("objcopy could not be started to remove the debug information: {e}")
+        })?;
+    if !out.status.success() {
+        let _ = fs::remove_file(&tmp);
+        return Err(format!(
+            "objcopy --strip-debug {} failed: {}",
+            binary.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    fs::rename(&tmp, &copy).map_err(|e| format!("renaming {} into place: {e}", tmp.display()))?;
+    Ok(copy)
 }
 
 /// valgrind's words for an instruction it cannot execute, as a reason; None when there are none.
@@ -442,18 +526,21 @@ pub fn measure(
         if !missing || skipped.iter().any(|s| s.contender == c.name) {
             continue;
         }
-        if let Err(reason) = runs_under_valgrind(&c.binary) {
-            log(&format!("cachegrind: {} not measured: {reason}", c.name));
-            skipped.push(CgSkip {
-                contender: c.name.clone(),
-                reason,
-            });
-            crate::infra::fs::write_json(&skipped_path(dir), &skipped)?;
-            continue;
-        }
+        let binary = match measurable(&c.binary, log) {
+            Ok(b) => b,
+            Err(reason) => {
+                log(&format!("cachegrind: {} not measured: {reason}", c.name));
+                skipped.push(CgSkip {
+                    contender: c.name.clone(),
+                    reason,
+                });
+                crate::infra::fs::write_json(&skipped_path(dir), &skipped)?;
+                continue;
+            }
+        };
         let flavor = Flavor::detect(&c.binary)?;
         let mut spec = ServerSpec {
-            binary: c.binary.clone(),
+            binary,
             ..base.clone()
         };
         spec.config.extra.extend(valgrind_settings(
@@ -495,6 +582,36 @@ mod tests {
         let e = format!("{:#}", read_records(&dir).unwrap_err());
         assert!(e.contains("line 1: not a cachegrind record"), "{e}");
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn valgrind_giving_up_on_debug_information_is_told_apart() {
+        // valgrind 3.19's words for MariaDB built by clang 22 (DWARF 5).
+        let stderr = "### unhandled dwarf2 abbrev form code 0x25\n\
+            ==1== Valgrind: debuginfo reader: Possibly corrupted debuginfo file.\n\
+            ==1== Valgrind: I can't recover.  Giving up.  Sorry.\n";
+        assert!(unreadable_debuginfo(stderr));
+        assert_eq!(unrunnable(stderr), None);
+        // Complaints it survives are no reason (a small clang binary: it runs).
+        assert!(!unreadable_debuginfo(
+            "### unhandled dwarf2 abbrev form code 0x1b\n"
+        ));
+    }
+
+    #[test]
+    fn a_copy_without_debug_information_runs_the_same_and_is_made_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("t");
+        fs::copy("/bin/true", &bin).unwrap();
+        let copy = without_debug_info(&bin).unwrap();
+        assert_eq!(copy, dir.path().join("t.nodebug"));
+        assert!(Command::new(&copy).status().unwrap().success());
+        let made = fs::metadata(&copy).unwrap().modified().unwrap();
+        assert_eq!(without_debug_info(&bin).unwrap(), copy);
+        assert_eq!(fs::metadata(&copy).unwrap().modified().unwrap(), made);
+        assert!(!dir.path().join("t.nodebug.tmp").exists());
+        let e = without_debug_info(&dir.path().join("absent")).unwrap_err();
+        assert!(e.contains("objcopy --strip-debug"), "{e}");
     }
 
     #[test]
