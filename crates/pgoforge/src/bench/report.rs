@@ -786,7 +786,7 @@ pub fn per_second_cv(r: &oltp::RunResult) -> Option<f64> {
 /// The per-second variation of every steady run: a plain run's own ([`per_second_cv`]); in
 /// the sliced design, a round's slices of one contender and cell taken together (each slice's
 /// first second, the switch, left out when it has more) — a 2-s slice alone has too few seconds.
-fn run_cvs(records: &[Record]) -> Vec<f64> {
+pub(crate) fn run_cvs(records: &[Record]) -> Vec<f64> {
     let mut sliced: BTreeMap<(u32, &str, String, u32), Vec<f64>> = BTreeMap::new();
     let mut out = Vec::new();
     for r in records.iter().filter(|r| is_steady(r.workload)) {

@@ -219,7 +219,9 @@ pub fn benchmark(
                     if !noise_checked && super::report::is_steady(w) {
                         noise_checked = true;
                         // After the record is written: the same command resumes from here.
-                        check_host_noise(&rec.result, guard, false, log)?;
+                        if let Some(cv) = super::report::per_second_cv(&rec.result) {
+                            check_host_noise(cv, guard, false, log)?;
+                        }
                     }
                 }
                 srv.stop().with_context(|| format!("stopping {}", c.name))?;
@@ -281,14 +283,11 @@ fn check_contenders(plan: &BenchPlan) -> Result<()> {
 pub const NOISY_CV: f64 = 0.08;
 
 /// Stops the benchmark (exit status 5) when the run's per-second throughput is too erratic,
-/// unless `--allow-noisy`; says so either way. `sliced`: the run was a warm-up of the sliced
+/// unless `--allow-noisy`; says so either way. `sliced`: measured on the slices of the sliced
 /// design, which is this host's remedy already — a noisy host is then said, never refused.
-fn check_host_noise(r: &RunResult, guard: Guard, sliced: bool, log: &dyn Fn(&str)) -> Result<()> {
-    let Some(cv) = super::report::per_second_cv(r) else {
-        return Ok(());
-    };
+fn check_host_noise(cv: f64, guard: Guard, sliced: bool, log: &dyn Fn(&str)) -> Result<()> {
     let which = if sliced {
-        "the first warm-up"
+        "the first cell's slices"
     } else {
         "the first run"
     };
@@ -403,7 +402,7 @@ fn sliced_round(
         if plan.spec.warmup_seconds > 0 {
             for (ci, srv, _, _) in &servers {
                 let c = &plan.contenders[*ci];
-                let (warm, _) = measure_for(
+                measure_for(
                     plan,
                     c,
                     srv,
@@ -414,11 +413,6 @@ fn sliced_round(
                     plan.spec.warmup_seconds,
                     0,
                 )?;
-                // Slices are too short for a per-second spread; a warm-up is long enough.
-                if !*noise_checked && super::report::is_steady(w) {
-                    *noise_checked = true;
-                    check_host_noise(&warm, guard, true, log)?;
-                }
             }
         }
         let mut recs = Vec::new();
@@ -452,6 +446,16 @@ fn sliced_round(
             writeln!(out, "{}", serde_json::to_string(rec)?)?;
         }
         out.sync_data()?;
+        // A slice is too short for a per-second spread; a contender's slices of the cell taken
+        // together are not (the report's measure, [`super::report::run_cvs`]). Not a warm-up:
+        // a cold server's climbing throughput would read as noise.
+        if !*noise_checked && super::report::is_steady(w) {
+            let cvs = super::report::run_cvs(&recs);
+            if !cvs.is_empty() {
+                *noise_checked = true;
+                check_host_noise(super::stats::median(&cvs), guard, true, log)?;
+            }
+        }
         log(&format!(
             "round {round}/{}: {w} {t} thr: {} slices of {slice} s per contender",
             plan.spec.rounds, slices
