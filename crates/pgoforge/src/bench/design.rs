@@ -35,8 +35,9 @@ fn parse_mem_available(meminfo: &str) -> Option<u64> {
 }
 
 /// The plan as it will run, given the plan of the benchmark it resumes (`earlier`, if any): a
-/// benchmark that fell back to the plain design keeps it, whatever memory is free now, so its
-/// plan still matches; otherwise [`fitted`].
+/// benchmark begun plain — it fell back for memory, or was begun before the sliced design became
+/// the default — stays plain, whatever memory is free now, so its plan still matches; otherwise
+/// [`fitted`].
 pub fn as_run(
     plan: &BenchPlan,
     earlier: Option<&BenchPlan>,

@@ -69,9 +69,8 @@ pub struct BenchArgs {
     json: bool,
 }
 
-/// The plan of the benchmark being resumed in `dir`: continuing it must not draw a new design
-/// (seed, order scheme, and — unless --slice says otherwise — the design it was begun with, plain
-/// for benchmarks begun before the sliced design became the default).
+/// The plan of the benchmark being resumed in `dir`: continuing it must not draw a new seed or
+/// order scheme (one begun plain stays plain: bench/design.rs, `as_run`).
 pub(super) fn resumed_design(dir: &std::path::Path, resume: bool) -> Option<BenchPlan> {
     resume.then(|| run_dir::read_plan(dir)).flatten()
 }
@@ -133,10 +132,6 @@ pub fn main(a: BenchArgs) -> Result<i32> {
         return Ok(0);
     }
     let resumed = resumed_design(&dir, resume);
-    let mut spec = spec;
-    if let (None, Some(r)) = (a.spec.slice, &resumed) {
-        spec.slice_seconds = r.spec.slice_seconds;
-    }
     let mut plan = BenchPlan {
         contenders,
         spec,

@@ -70,9 +70,6 @@ pub fn main(a: CalibrateArgs) -> Result<i32> {
     let resume = a.run_dir.resume;
     // A resumed calibration keeps its design, and the wall time its runs took when measured.
     let earlier = super::bench::resumed_design(&dir, resume);
-    if let (None, Some(e)) = (a.spec.slice, &earlier) {
-        spec.slice_seconds = e.spec.slice_seconds;
-    }
     let earlier_wall = calibrate::read(&calibrate::copy_in_run_dir(&dir))
         .ok()
         .flatten()
