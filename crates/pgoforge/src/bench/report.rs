@@ -776,11 +776,16 @@ pub fn is_steady(w: TestName) -> bool {
 /// when it has at least three seconds.
 pub fn per_second_cv(r: &oltp::RunResult) -> Option<f64> {
     let iv: Vec<f64> = r.intervals.iter().skip(1).map(|i| i.tps).collect();
-    if iv.len() < 3 {
+    seconds_cv(&iv)
+}
+
+/// The coefficient of variation of per-second throughputs, when there are at least three.
+fn seconds_cv(tps: &[f64]) -> Option<f64> {
+    if tps.len() < 3 {
         return None;
     }
-    let m = super::stats::mean(&iv);
-    (m > 0.0).then(|| super::stats::stddev(&iv) / m)
+    let m = super::stats::mean(tps);
+    (m > 0.0).then(|| super::stats::stddev(tps) / m)
 }
 
 /// The per-second variation of every steady run: a plain run's own ([`per_second_cv`]); in
@@ -800,10 +805,7 @@ pub(crate) fn run_cvs(records: &[Record]) -> Vec<f64> {
             .or_default()
             .extend(r.result.intervals.iter().skip(skip).map(|i| i.tps));
     }
-    out.extend(sliced.values().filter(|v| v.len() >= 3).filter_map(|v| {
-        let m = super::stats::mean(v);
-        (m > 0.0).then(|| super::stats::stddev(v) / m)
-    }));
+    out.extend(sliced.values().filter_map(|v| seconds_cv(v)));
     out
 }
 

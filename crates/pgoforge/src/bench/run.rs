@@ -438,11 +438,8 @@ fn sliced_round(
         }
         // A cell a crash left half-written keeps what it has: only the missing contenders'
         // slices are added, so nothing is counted twice.
-        let missing: Vec<&Record> = recs
-            .iter()
-            .filter(|r| !done.contains(&(round, r.contender.clone(), w, t)))
-            .collect();
-        for rec in &missing {
+        let missing = |name: &str| !done.contains(&(round, name.to_string(), w, t));
+        for rec in recs.iter().filter(|r| missing(&r.contender)) {
             writeln!(out, "{}", serde_json::to_string(rec)?)?;
         }
         out.sync_data()?;
@@ -460,10 +457,7 @@ fn sliced_round(
             "round {round}/{}: {w} {t} thr: {} slices of {slice} s per contender",
             plan.spec.rounds, slices
         ));
-        written += servers
-            .iter()
-            .filter(|(ci, ..)| !done.contains(&(round, plan.contenders[*ci].name.clone(), w, t)))
-            .count() as u64;
+        written += plan.contenders.iter().filter(|c| missing(&c.name)).count() as u64;
     }
     for (ci, mut srv, inst, _) in servers {
         srv.stop()
