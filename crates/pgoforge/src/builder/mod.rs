@@ -8,6 +8,7 @@
 
 pub mod cluster;
 pub mod host;
+pub mod pch;
 pub mod variant;
 
 use std::fs;
@@ -289,7 +290,20 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
     let t0 = Instant::now();
 
     let before = remote.and_then(|c| cluster::stats(&c.sccache));
+    // Precompiled headers only where the compiles run here: sccache cannot distribute a compile
+    // that reads one. The code is the same either way (builder/pch.rs).
+    let pch = if remote.is_none() {
+        pch::write(
+            &req.recipe.build.precompile_headers,
+            &req.source.dir,
+            &build_dir,
+        )?
+    } else {
+        pch::remove_stale(&build_dir);
+        None
+    };
     let mut configure = configure_command(req, &build_dir, &flags, remote);
+    configure.args(pch::cmake_args(pch.as_deref()));
     append_line(&log_path, &format!("$ {configure:?}"))?;
     Tool::new(
         &mut configure,

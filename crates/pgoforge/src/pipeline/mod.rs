@@ -57,7 +57,11 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
         warnings.push(w);
     }
     let given = given_profile(plan, &src)?;
-    deps::check_space(&work, unfinished_builds(plan, &src, given.as_ref(), &work))?;
+    deps::check_space(
+        &work,
+        unfinished_builds(plan, &src, given.as_ref(), &work),
+        deps::bytes_per_build(&plan.request.recipe),
+    )?;
     let baseline = t.run(
         &build_stage(plan, &src, plan.builds[0].variant, None, None),
         &cx,

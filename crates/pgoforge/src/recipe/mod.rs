@@ -6,6 +6,7 @@
 
 pub mod mtr;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -101,6 +102,13 @@ pub struct BuildSpec {
     /// on again finds the builds made before the setting existed.
     #[serde(default = "on", skip_serializing_if = "is_on")]
     pub profile_partial_training: bool,
+    /// Precompiled headers: CMake target → headers (relative to the source directory) compiled
+    /// once and put in front of each of the target's C++ sources (`builder::pch`). A build-time
+    /// cut: the instructions compiled are the same (docs/bench/mysql-build.md), but objects may
+    /// order their functions differently, so the setting is part of the build key when set (and
+    /// absent from it when empty, keeping other recipes' keys).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub precompile_headers: BTreeMap<String, Vec<String>>,
 }
 
 fn on() -> bool {
@@ -219,6 +227,7 @@ impl Recipe {
                  the profile with the same recipe"
             );
         }
+        crate::builder::pch::check(&self.build.precompile_headers)?;
         if let Some(p) = self.apt_packages.iter().find(|p| !is_debian_package(p)) {
             bail!(
                 "apt_packages: '{}' is not a Debian package name (lowercase letters, digits, + - .)",
@@ -396,9 +405,36 @@ mod tests {
         ] {
             assert!(r.apt_packages.iter().any(|p| p == pkg), "{pkg}");
         }
-        // MariaDB's build is unchanged by them (its build keys stay valid).
+        // Precompiled headers for the heaviest targets, each header a path in the source.
+        for t in ["sql_main", "sql_dd", "innobase", "perfschema"] {
+            assert!(
+                r.build
+                    .precompile_headers
+                    .get(t)
+                    .is_some_and(|h| !h.is_empty()),
+                "{t}"
+            );
+        }
+        // MariaDB's build is unchanged by them (its build keys stay valid): the empty setting
+        // is not even serialized into the key.
         let m = Recipe::embedded(DEFAULT).unwrap();
         assert_eq!(m.build.generator, "Unix Makefiles");
+        assert!(m.build.precompile_headers.is_empty());
+        let key_text = serde_json::to_string(&m.build).unwrap();
+        assert!(!key_text.contains("precompile_headers"), "{key_text}");
+    }
+
+    #[test]
+    fn a_user_recipe_with_hostile_precompiled_headers_is_refused() {
+        let e = Recipe::parse_user(
+            "mine.toml",
+            "extends = \"mysql-9.7\"\n[build.precompile_headers]\nsql_main = [\"../../etc/x.h\"]\n",
+        )
+        .unwrap_err();
+        assert!(
+            format!("{e:#}").contains("relative to the source directory"),
+            "{e:#}"
+        );
     }
 
     #[test]

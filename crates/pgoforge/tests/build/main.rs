@@ -13,6 +13,7 @@ mod disk_full;
 mod kill9;
 mod mysql;
 mod package;
+mod pch;
 mod pipeline;
 mod profile;
 
