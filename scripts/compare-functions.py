@@ -1,0 +1,33 @@
+#!/usr/bin/env python3
+"""Whether two builds compiled the same code, function by function: objdump -d of each binary,
+every function's instructions hashed with addresses and other numbers of 4+ hex digits (call and
+jump targets, rip-relative displacements: they move when the layout does) and comments left out,
+symbol names and offsets inside a function kept. Prints how many functions are in both, identical,
+differing, in one only (docs/bench/mysql-build.md: a build with precompiled headers against one
+without).
+
+usage: compare-functions.py BINARY_A BINARY_B"""
+import hashlib, re, subprocess, sys
+def fns(path):
+    p = subprocess.Popen(["objdump", "-d", "--no-show-raw-insn", path], stdout=subprocess.PIPE, text=True, bufsize=1 << 20)
+    out = {}; name = None; h = None
+    hexaddr = re.compile(r"\b(0x)?[0-9a-f]{4,}\b")
+    for line in p.stdout:
+        if line.endswith(">:\n") and not line.startswith(" "):
+            if name: out[name] = h.hexdigest()
+            name = line[line.index("<") + 1:-3]; h = hashlib.sha1(); continue
+        if name is None or "\t" not in line: continue
+        ins = line.split("\t", 1)[1]
+        ins = ins.split("#")[0] if "#" in ins else ins
+        ins = hexaddr.sub("A", ins)
+        h.update(ins.encode())
+    if name: out[name] = h.hexdigest()
+    p.wait(); return out
+if len(sys.argv) != 3:
+    sys.exit(__doc__)
+a, b = fns(sys.argv[1]), fns(sys.argv[2])
+both = set(a) & set(b)
+same = sum(1 for k in both if a[k] == b[k])
+diff = sorted(k for k in both if a[k] != b[k])
+print(f"functions: {len(a)} / {len(b)}; in both {len(both)}; identical {same}; differing {len(diff)}; only first {len(set(a)-set(b))}; only second {len(set(b)-set(a))}")
+for k in diff[:20]: print("  differs:", k)
