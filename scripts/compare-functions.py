@@ -2,7 +2,8 @@
 """Whether two builds compiled the same code, function by function: objdump -d of each binary,
 every function's instructions hashed with addresses and other numbers of 4+ hex digits (call and
 jump targets, rip-relative displacements: they move when the layout does) and comments left out,
-symbol names and offsets inside a function kept. Prints how many functions are in both, identical,
+symbol names and offsets inside a function kept; PLT stubs left out (their slot numbers follow
+the order of imports). Prints how many functions are in both, identical,
 differing, in one only (docs/bench/mysql-build.md: a build with precompiled headers against one
 without).
 
@@ -26,8 +27,21 @@ def fns(path):
 if len(sys.argv) != 3:
     sys.exit(__doc__)
 a, b = fns(sys.argv[1]), fns(sys.argv[2])
+# PLT stubs carry their slot number: they differ whenever the order of imports does.
+a = {k: v for k, v in a.items() if not k.endswith("@plt")}
+b = {k: v for k, v in b.items() if not k.endswith("@plt")}
 both = set(a) & set(b)
 same = sum(1 for k in both if a[k] == b[k])
 diff = sorted(k for k in both if a[k] != b[k])
-print(f"functions: {len(a)} / {len(b)}; in both {len(both)}; identical {same}; differing {len(diff)}; only first {len(set(a)-set(b))}; only second {len(set(b)-set(a))}")
-for k in diff[:20]: print("  differs:", k)
+print(f"functions (PLT stubs left out): {len(a)} / {len(b)}; in both {len(both)}; identical {same}; differing {len(diff)}; only first {len(set(a)-set(b))}; only second {len(set(b)-set(a))}")
+# Static initializers (_GLOBAL__sub_I_<unit>) run once at start-up: a unit that now reads more
+# headers may construct more of their namespace-scope objects. Anything else is the code proper.
+init = [k for k in diff if k.startswith("_GLOBAL__sub_I_")]
+other = [k for k in diff if not k.startswith("_GLOBAL__sub_I_")]
+print(f"differing: {len(init)} static initializers, {len(other)} other functions")
+for k in other[:40]: print("  differs:", k)
+for side, names in (("first", set(a) - set(b)), ("second", set(b) - set(a))):
+    inits = sum(1 for k in names if k.startswith("_GLOBAL__sub_I_"))
+    print(f"only in the {side}: {inits} static initializers, {len(names) - inits} other")
+    for k in sorted(k for k in names if not k.startswith("_GLOBAL__sub_I_"))[:20]:
+        print(f"  {side} only:", k)
