@@ -223,13 +223,7 @@ pub fn remove_stale(build_dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn map(target: &str, headers: &[&str]) -> BTreeMap<String, Vec<String>> {
-        BTreeMap::from([(
-            target.to_string(),
-            headers.iter().map(|h| h.to_string()).collect(),
-        )])
-    }
+    use crate::recipe::precompile::tests::map;
 
     #[test]
     fn the_cmake_file_names_each_target_with_its_headers_for_cxx_only() {

@@ -46,10 +46,11 @@ pub fn check(map: &BTreeMap<String, Vec<String>>) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn map(target: &str, headers: &[&str]) -> BTreeMap<String, Vec<String>> {
+    /// One target with its headers (builder::pch's tests use it too).
+    pub(crate) fn map(target: &str, headers: &[&str]) -> BTreeMap<String, Vec<String>> {
         BTreeMap::from([(
             target.to_string(),
             headers.iter().map(|h| h.to_string()).collect(),
