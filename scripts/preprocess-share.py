@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """What share of a translation unit's compile time its preprocessing takes — the part sccache-dist
-leaves on the client (docs/bench/scale.md). Compiles each given unit of a configured Ninja build
+leaves on the client (docs/bench/scale.md) — and the front end's (-fsyntax-only), what
+precompiled headers can save (docs/bench/mysql-build.md). Compiles each given unit of a configured Ninja build
 tree with its own command line, then preprocesses it alone (-E), and prints both times.
 
 usage: preprocess-share.py BUILD_DIR SOURCE_SUFFIX...
@@ -28,4 +29,10 @@ for tu in sys.argv[2:]:
     t0 = time.time()
     subprocess.run(pre, cwd=e["directory"], capture_output=True, check=True)
     pre_s = time.time() - t0
-    print(f"{tu}: compile {compile_s:.1f} s, preprocess {pre_s:.2f} s, share {pre_s / compile_s * 100:.1f} %")
+    # The front end alone (parsing, mostly headers): what precompiled headers can save
+    # (docs/bench/mysql-build.md).
+    t0 = time.time()
+    subprocess.run(args + ["-fsyntax-only"], cwd=e["directory"], capture_output=True, check=True)
+    front_s = time.time() - t0
+    print(f"{tu}: compile {compile_s:.1f} s, preprocess {pre_s:.2f} s, share {pre_s / compile_s * 100:.1f} %,"
+          f" front end (-fsyntax-only) {front_s:.1f} s = {front_s / compile_s * 100:.0f} %")
