@@ -196,9 +196,11 @@ fn locate(req: &BuildRequest) -> Result<(String, PathBuf, Option<String>)> {
     check_inputs(v, req.profile, req.compiler)?;
     let profile_hash = req.profile.map(ProfileInput::content_hash).transpose()?;
     // The target list is left out of the key: it chooses what gets built, not how, and an
-    // incremental make adds targets to a finished build (see below).
+    // incremental make adds targets to a finished build (see below). So is the recipe's default
+    // compiler: the compiler actually used is in the key below.
     let spec = crate::recipe::BuildSpec {
         targets: Vec::new(),
+        default_compiler: None,
         ..req.recipe.build.clone()
     };
     #[derive(Serialize)]
@@ -541,6 +543,44 @@ mod tests {
         assert_eq!(make_percent("[0/0] nothing"), None);
         assert_eq!(make_percent("[abc] Building"), None);
         assert_eq!(make_percent("warning: [-Wmissing-profile]"), None);
+    }
+
+    #[test]
+    fn a_recipes_default_compiler_leaves_the_build_key_alone() {
+        // The MySQL recipe's builds made before it named clang its default keep their keys.
+        let recipe = Recipe::embedded("mysql-9.7").unwrap();
+        let source = Source {
+            dir: PathBuf::from("/src"),
+            hash: "0".repeat(64),
+            origin: "test".into(),
+            debian: None,
+        };
+        let compiler = Compiler {
+            family: FlagFamily::Clang,
+            cc: PathBuf::from("/usr/bin/clang-22"),
+            cxx: PathBuf::from("/usr/bin/clang++-22"),
+            version: "clang version 22".into(),
+            major: 22,
+            profdata: None,
+        };
+        let key = |default_compiler: Option<&str>| {
+            let mut r = recipe.clone();
+            r.build.default_compiler = default_compiler.map(str::to_string);
+            plan(&BuildRequest {
+                recipe: &r,
+                source: &source,
+                variant: "baseline".parse().unwrap(),
+                compiler: &compiler,
+                profile: None,
+                work_dir: Path::new("/w"),
+                jobs: 0,
+                progress: None,
+                cluster: None,
+            })
+            .unwrap()
+        };
+        assert_eq!(key(None), key(Some("clang")));
+        assert_eq!(key(None), key(Some("gcc")));
     }
 
     #[test]

@@ -107,17 +107,26 @@ impl SourceArgs {
 
 #[derive(Args, Clone, Debug)]
 pub struct CompilerArgs {
-    /// gcc, clang, a versioned name (clang-16, gcc-12), or a path (with --flag-family).
-    #[arg(long, default_value = "gcc")]
-    pub compiler: String,
+    /// gcc, clang, a versioned name (clang-16, gcc-12), or a path (with --flag-family) [the
+    /// recipe's default_compiler (`pgoforge recipes`), else gcc].
+    #[arg(long)]
+    pub compiler: Option<String>,
     /// The flag dialect of a compiler given by path.
     #[arg(long = "flag-family", value_enum)]
     pub flag_family: Option<FlagFamily>,
 }
 
 impl CompilerArgs {
-    pub fn find(&self) -> Result<Compiler> {
-        Compiler::find(&self.compiler, self.flag_family).refused()
+    /// The compiler asked for: `--compiler`, else the recipe's default, else gcc.
+    pub fn spec(&self, recipe: &Recipe) -> String {
+        self.compiler
+            .clone()
+            .or_else(|| recipe.build.default_compiler.clone())
+            .unwrap_or_else(|| "gcc".into())
+    }
+
+    pub fn find(&self, recipe: &Recipe) -> Result<Compiler> {
+        Compiler::find(&self.spec(recipe), self.flag_family).refused()
     }
 }
 

@@ -41,11 +41,11 @@ pub struct BuildArgs {
 }
 
 pub fn main(a: BuildArgs) -> Result<i32> {
-    let compiler = a.compiler.find()?;
+    let recipe = a.source.recipe()?;
+    let compiler = a.compiler.find(&recipe)?;
     let profile = a.profile.clone().map(ProfileInput::from_path);
     // Checked before anything is fetched or built.
     builder::check_inputs(a.variant, profile.as_ref(), &compiler).refused()?;
-    let recipe = a.source.recipe()?;
     let (work, _lock) = a.work.locked()?;
     let reporter = super::reporter(a.json);
     let cx = Ctx {

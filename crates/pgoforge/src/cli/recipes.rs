@@ -31,8 +31,9 @@ pub fn main(a: RecipesArgs) -> Result<i32> {
             SourceSpec::Url { url, .. } => url.clone(),
         };
         let default = if r.name == DEFAULT { " (default)" } else { "" };
+        let compiler = r.build.default_compiler.as_deref().unwrap_or("gcc");
         println!(
-            "{:<14} {}{default}\n               source: {src}; builds {}",
+            "{:<14} {}{default}\n               source: {src}; builds {} with {compiler}",
             r.name,
             r.description,
             r.build.targets.join(", ")

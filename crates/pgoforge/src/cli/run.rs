@@ -181,7 +181,7 @@ fn ensure_deps(
     plan_needs_bolt: bool,
     reporter: &dyn Reporter,
 ) -> Result<()> {
-    let check = deps::check(recipe, &a.compiler.compiler, plan_needs_bolt);
+    let check = deps::check(recipe, &a.compiler.spec(recipe), plan_needs_bolt);
     if !check.unchecked.is_empty() {
         reporter.message(
             "deps",
@@ -241,15 +241,26 @@ pub fn main(a: RunArgs) -> Result<i32> {
     let reporter = super::reporter(a.json);
     let needs_bolt = variants.iter().any(|v| v.bolt_ready);
     let recipe = a.source.recipe()?;
+    if let (None, Some(c)) = (&a.compiler.compiler, &recipe.build.default_compiler) {
+        // Said once, up front: the compiler decides every build key and the package's name.
+        reporter.message(
+            "compiler",
+            &format!(
+                "{c}, recipe {}'s default (--compiler gcc for GCC)",
+                recipe.name
+            ),
+        );
+    }
     if !a.plan {
         ensure_deps(&a, &recipe, needs_bolt, reporter.as_ref())?;
     }
     let recipe_has_mtr = recipe.mtr.is_some();
+    let compiler = a.compiler.find(&recipe)?;
     let request = RunRequest {
         recipe,
         source: a.source.source.clone(),
         sha256: a.source.sha256.clone(),
-        compiler: a.compiler.find()?,
+        compiler,
         variants,
         profile: a.profile.clone(),
         mixes,

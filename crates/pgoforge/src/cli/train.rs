@@ -35,8 +35,8 @@ pub fn main(a: TrainArgs) -> Result<i32> {
         .and_then(|m| m.check().map(|()| m))
         .unwrap_or_else(|e| super::usage_error(e));
     let dataset_from = a.training.dataset_from()?;
-    let compiler = a.compiler.find()?;
     let recipe = a.source.recipe()?;
+    let compiler = a.compiler.find(&recipe)?;
     let (work, _lock) = a.work.locked()?;
     let reporter = super::reporter(a.json);
     let cx = Ctx {
@@ -95,7 +95,7 @@ pub fn main(a: TrainArgs) -> Result<i32> {
     }
     println!(
         "Next: pgoforge build --variant pgo --compiler {} --recipe {} --profile {}",
-        a.compiler.compiler,
+        a.compiler.spec(&recipe),
         a.source.recipe,
         stored.data().display()
     );

@@ -110,6 +110,20 @@ pub struct BuildSpec {
     /// (and absent from it when empty, keeping other recipes' keys).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub precompile_headers: BTreeMap<String, Vec<String>>,
+    /// The compiler used when `--compiler` is not given (`gcc`, `clang` or a versioned name such
+    /// as `clang-22`; never a path: a recipe must not name a program to run). Absent: gcc. It
+    /// chooses the compiler, which is in the build key already, so it is left out of the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_compiler: Option<String>,
+}
+
+/// A compiler a recipe may name by default: a family name, optionally versioned.
+fn is_compiler_name(s: &str) -> bool {
+    let versioned = |prefix: &str| {
+        s.strip_prefix(prefix)
+            .is_some_and(|v| !v.is_empty() && v.len() <= 3 && v.chars().all(|c| c.is_ascii_digit()))
+    };
+    matches!(s, "gcc" | "clang") || versioned("gcc-") || versioned("clang-")
 }
 
 fn on() -> bool {
@@ -229,6 +243,16 @@ impl Recipe {
             );
         }
         precompile::check(&self.build.precompile_headers)?;
+        if let Some(c) = &self.build.default_compiler {
+            if !is_compiler_name(c) {
+                bail!(
+                    "build.default_compiler '{}' must be gcc, clang or a versioned name such as \
+                     clang-22 (a compiler given by path belongs on the command line: --compiler \
+                     PATH --flag-family gcc|clang)",
+                    c.escape_debug()
+                );
+            }
+        }
         if let Some(p) = self.apt_packages.iter().find(|p| !is_debian_package(p)) {
             bail!(
                 "apt_packages: '{}' is not a Debian package name (lowercase letters, digits, + - .)",
@@ -475,6 +499,39 @@ mod tests {
         assert!(e.to_string().contains("mariadb-9"), "{e}");
         let e = Recipe::embedded("nope").unwrap_err();
         assert!(e.to_string().contains("mariadb-10.11"), "{e}");
+    }
+
+    #[test]
+    fn a_default_compiler_is_a_name_never_a_path() {
+        let parse = |v: &str| {
+            Recipe::parse_user(
+                "c.toml",
+                &format!("extends = \"mariadb-10.11\"\n[build]\ndefault_compiler = \"{v}\"\n"),
+            )
+        };
+        for ok in ["gcc", "clang", "clang-22", "gcc-12"] {
+            let r = parse(ok).unwrap();
+            assert_eq!(r.build.default_compiler.as_deref(), Some(ok));
+        }
+        for bad in [
+            "/tmp/evil",
+            "clang-",
+            "clang-22; rm",
+            "icx",
+            "clang-1234",
+            "gcc-x",
+        ] {
+            let e = format!("{:#}", parse(bad).unwrap_err());
+            assert!(
+                e.contains("build.default_compiler") && e.contains("--compiler PATH"),
+                "{bad}: {e}"
+            );
+        }
+        // Absent, it is not serialized: recipes without it keep their build keys' text.
+        let m = Recipe::embedded(DEFAULT).unwrap();
+        assert_eq!(m.build.default_compiler, None);
+        let key_text = serde_json::to_string(&m.build).unwrap();
+        assert!(!key_text.contains("default_compiler"), "{key_text}");
     }
 
     #[test]
