@@ -414,6 +414,7 @@ mod tests {
     fn the_mysql_recipe_builds_with_ninja_minimal_debug_info_and_debians_icu_and_protobuf() {
         let r = Recipe::embedded("mysql-9.7").unwrap();
         assert_eq!(r.build.generator, "Ninja");
+        assert_eq!(r.build.default_compiler.as_deref(), Some("clang"));
         for arg in [
             "-DMINIMAL_RELWITHDEBINFO=ON",
             "-DWITH_ICU=system",

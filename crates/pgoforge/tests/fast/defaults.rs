@@ -109,3 +109,18 @@ fn the_default_benchmark_is_sliced_every_2_s_and_slice_0_is_the_plain_design() {
         plain["request"]["bench"]
     );
 }
+
+/// MySQL 9.7 builds with clang unless told otherwise (its recipe's default_compiler: a baseline
+/// in 22–27 min against GCC's 32, docs/bench/mysql-build.md); MariaDB keeps GCC; `--compiler`
+/// always wins.
+#[test]
+fn mysql_builds_with_clang_by_default_mariadb_with_gcc_and_compiler_overrides_both() {
+    let family = |extra: &[&str]| plan(extra)["request"]["compiler"]["family"].clone();
+    assert_eq!(family(&["--recipe", "mysql-9.7"]), "clang");
+    assert_eq!(family(&[]), "gcc");
+    assert_eq!(
+        family(&["--recipe", "mysql-9.7", "--compiler", "gcc"]),
+        "gcc"
+    );
+    assert_eq!(family(&["--compiler", "clang"]), "clang");
+}
