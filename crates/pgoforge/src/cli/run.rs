@@ -331,8 +331,11 @@ fn print_summary(out: &Outcome, r: &report::Report, total: f64) {
     );
     match (&out.winner, &out.package) {
         (Some(w), Some(p)) => println!(
-            "Package ({w}, the variant that measurably wins): {}\n  sha256 {}  ({:.1} MiB, {} files)\n  \
+            "Package ({w}: {}): {}\n  sha256 {}  ({:.1} MiB, {} files)\n  \
              check it on any host: pgoforge package verify {}; deploy it: README.md inside it{}",
+            r.decision
+                .as_ref()
+                .map_or_else(|| "the chosen variant".into(), |d| d.why_chosen()),
             p.path.display(),
             p.sha256,
             p.bytes as f64 / 1048576.0,
@@ -340,7 +343,12 @@ fn print_summary(out: &Outcome, r: &report::Report, total: f64) {
             p.path.display(),
             // The .deb replaces Debian 12's MariaDB (MySQL from Debian unstable has none to
             // replace).
-            if out.source.debian.as_ref().is_some_and(|d| d.package == "mariadb") {
+            if out
+                .source
+                .debian
+                .as_ref()
+                .is_some_and(|d| d.package == "mariadb")
+            {
                 format!(
                     ", or in Debian's place: pgoforge package {w} --deb{}",
                     work_dir_arg(out)
