@@ -63,20 +63,6 @@ pub struct Decision {
 }
 
 impl Decision {
-    /// Why the packaged variant was chosen, in the words of the decision: a winner tied with its
-    /// runner-up beat the baseline but not the runner-up, and must not be called the variant
-    /// that measurably wins.
-    pub fn why_chosen(&self) -> String {
-        match (&self.winner, &self.runner_up) {
-            (None, _) => "no variant measurably beat the baseline".into(),
-            (Some(_), None) => "the only variant that measurably beat the baseline".into(),
-            (Some(_), Some(r)) if self.tied => {
-                format!("it beat the baseline; tied with {r}, chosen for its higher geometric mean")
-            }
-            (Some(_), Some(r)) => format!("it beat the baseline and the runner-up {r}"),
-        }
-    }
-
     pub fn sentence(&self) -> String {
         match (&self.winner, &self.runner_up) {
             (None, _) => "no contender measurably beat the baseline".into(),
@@ -1311,7 +1297,6 @@ mod tests {
             "{}",
             d.sentence()
         );
-        assert_eq!(d.why_chosen(), "it beat the baseline and the runner-up pgo");
         // Two variants within the noise of each other: tied, and the report says so.
         let d = decided(
             &p,
@@ -1322,12 +1307,6 @@ mod tests {
         );
         assert!(d.tied, "{d:?}");
         assert!(d.sentence().contains("tied"), "{}", d.sentence());
-        // The package line must not call a tied winner the one that measurably wins.
-        assert!(
-            d.why_chosen().contains("tied with pgo"),
-            "{}",
-            d.why_chosen()
-        );
         // A reference binary (--binary) is compared but never chosen.
         let p2 = plan(&["baseline", "pgo", "debian"], &["debian"]);
         let d = decided(

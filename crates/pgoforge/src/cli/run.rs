@@ -331,11 +331,8 @@ fn print_summary(out: &Outcome, r: &report::Report, total: f64) {
     );
     match (&out.winner, &out.package) {
         (Some(w), Some(p)) => println!(
-            "Package ({w}: {}): {}\n  sha256 {}  ({:.1} MiB, {} files)\n  \
+            "Package ({w}, by the decision above): {}\n  sha256 {}  ({:.1} MiB, {} files)\n  \
              check it on any host: pgoforge package verify {}; deploy it: README.md inside it{}",
-            r.decision
-                .as_ref()
-                .map_or_else(|| "the chosen variant".into(), |d| d.why_chosen()),
             p.path.display(),
             p.sha256,
             p.bytes as f64 / 1048576.0,
