@@ -14,6 +14,7 @@ pub mod flavor;
 mod init;
 mod launch;
 pub mod layout;
+pub mod prewarm;
 mod state;
 mod stop;
 pub mod template;

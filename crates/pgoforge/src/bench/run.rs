@@ -182,7 +182,7 @@ pub fn benchmark(
                 if cells.is_empty() {
                     continue;
                 }
-                let (mut srv, inst) = start_contender(c, base_spec.clone(), &tpl, dir, round)?;
+                let (mut srv, inst) = start_contender(c, base_spec.clone(), &tpl, dir, round, log)?;
                 client.admit(&srv)?;
                 let rtt_us = client.round_trip_us(&client.conn(&srv))?;
                 for (w, t) in cells {
@@ -329,13 +329,16 @@ fn check_host_noise(cv: f64, guard: Guard, sliced: bool, log: &dyn Fn(&str)) -> 
 }
 
 /// Starts `c`'s server for `round` on a fresh copy of the template, in its own instance directory
-/// under the run directory (returned, to be removed after).
+/// under the run directory (returned, to be removed after), its buffer pool holding the whole
+/// dataset before any cell ([`crate::server::prewarm`]: a cold pool made the round's first
+/// cell of a workload climb through its slices).
 fn start_contender(
     c: &Contender,
     base_spec: ServerSpec,
     tpl: &Path,
     dir: &Path,
     round: u32,
+    log: &dyn Fn(&str),
 ) -> Result<(crate::server::Server, std::path::PathBuf)> {
     let mut spec = ServerSpec {
         binary: c.binary.clone(),
@@ -348,6 +351,28 @@ fn start_contender(
     let _ = fs::remove_dir_all(&inst);
     let srv =
         template::start_copy(tpl, &spec, &inst).with_context(|| format!("starting {}", c.name))?;
+    let warm = srv
+        .prewarm()
+        .with_context(|| format!("reading the dataset into {}'s buffer pool", c.name))?;
+    match warm {
+        // What it costs, once: every round does the same.
+        Ok(w) if round == 1 => log(&format!(
+            "round 1: {}'s buffer pool prewarmed: {} tables ({} index scans), {} pages read from \
+             disk, {:.1} s",
+            c.name, w.tables, w.scans, w.disk_reads, w.seconds
+        )),
+        Ok(_) => {}
+        Err(crate::server::prewarm::Skipped::TooLarge {
+            data_bytes,
+            pool_bytes,
+        }) => log(&format!(
+            "round {round}: {} starts cold: its dataset ({} MiB) does not fit in 80% of the buffer \
+             pool ({} MiB; --buffer-pool-mb)",
+            c.name,
+            data_bytes >> 20,
+            pool_bytes >> 20
+        )),
+    }
     Ok((srv, inst))
 }
 
@@ -390,8 +415,14 @@ fn sliced_round(
     }
     let mut servers = Vec::new();
     for &ci in order {
-        let (srv, inst) =
-            start_contender(&plan.contenders[ci], base_spec.clone(), tpl, dir, round)?;
+        let (srv, inst) = start_contender(
+            &plan.contenders[ci],
+            base_spec.clone(),
+            tpl,
+            dir,
+            round,
+            log,
+        )?;
         client.admit(&srv)?;
         let rtt_us = client.round_trip_us(&client.conn(&srv))?;
         servers.push((ci, srv, inst, rtt_us));

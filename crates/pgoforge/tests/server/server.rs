@@ -155,6 +155,68 @@ fn templates_give_identical_fresh_copies() {
     assert!(common::processes_mentioning(work.path()).is_empty());
 }
 
+/// Pages InnoDB has read from disk so far.
+fn pages_read(srv: &Server) -> u64 {
+    pgoforge::server::prewarm::disk_reads(&mut srv.state.root().unwrap()).unwrap()
+}
+
+#[test]
+fn prewarm_reads_every_index_so_a_workload_then_reads_nothing_from_disk() {
+    let work = tempfile::tempdir().unwrap();
+    let mut ds = Settings::new(TestName::OltpReadOnly);
+    ds.schema.table_size = 20_000;
+    ds.schema.tables = 2;
+    let tpl = template::ensure(work.path(), &spec(), std::slice::from_ref(&ds)).unwrap();
+    let run = |srv: &Server| {
+        let mut s = ds.clone();
+        s.conn = srv.state.conn_settings();
+        s.time_s = 0;
+        s.events = 200;
+        oltp::run(&s, &mut oltp::Quiet).unwrap();
+    };
+
+    // A fresh copy starts cold: the workload reads its pages from disk.
+    let mut cold = template::start_copy(&tpl, &spec(), &work.path().join("cold")).unwrap();
+    let before = pages_read(&cold);
+    run(&cold);
+    assert!(pages_read(&cold) > before, "a cold copy reads from disk");
+    cold.stop().unwrap();
+
+    // Prewarmed: the scans read the tables (both, each through its primary key and k_1), and
+    // the same workload then finds every page in the buffer pool.
+    let mut warm = template::start_copy(&tpl, &spec(), &work.path().join("warm")).unwrap();
+    let w = warm
+        .prewarm()
+        .unwrap()
+        .expect("2 small tables fit in 128 MiB");
+    assert_eq!((w.tables, w.scans), (2, 4), "{w:?}");
+    assert!(w.disk_reads > 100, "the scans read the cold tables: {w:?}");
+    let before = pages_read(&warm);
+    run(&warm);
+    assert_eq!(
+        pages_read(&warm),
+        before,
+        "nothing left to read after the prewarm"
+    );
+    warm.stop().unwrap();
+
+    // A buffer pool the tablespaces do not fit in 80 % of: nothing read, and said why.
+    let mut small = spec();
+    small.config.buffer_pool_mb = 6;
+    let mut tight = template::start_copy(&tpl, &small, &work.path().join("tight")).unwrap();
+    let before = pages_read(&tight);
+    match tight.prewarm().unwrap() {
+        Err(pgoforge::server::prewarm::Skipped::TooLarge {
+            data_bytes,
+            pool_bytes,
+        }) => assert!(data_bytes > pool_bytes / 10 * 8 && pool_bytes <= 8 << 20),
+        Ok(w) => panic!("prewarmed a dataset larger than the pool: {w:?}"),
+    }
+    assert_eq!(pages_read(&tight), before);
+    tight.stop().unwrap();
+    assert!(common::processes_mentioning(work.path()).is_empty());
+}
+
 #[test]
 fn missing_or_foreign_binaries_are_refused() {
     let work = tempfile::tempdir().unwrap();
