@@ -10,6 +10,7 @@ pub mod calibrate;
 pub mod client;
 pub mod design;
 pub mod environment;
+pub mod estimate;
 pub mod export;
 pub mod load;
 pub mod network;

@@ -103,6 +103,10 @@ pub fn benchmark(
         cpus: server_cpus,
         ..ServerSpec::new(&plan.contenders[0].binary)
     });
+    if done.is_empty() {
+        let servers = plan.contenders.len();
+        log(&super::estimate::sentence(&plan.spec, servers));
+    }
     log("preparing the dataset template");
     let tpl = template::ensure(work_dir, &base_spec, &plan.spec.datasets())?;
     let mut out = OpenOptions::new()

@@ -297,6 +297,14 @@ pub fn main(a: RunArgs) -> Result<i32> {
         }
         return Ok(0);
     }
+    // Said up front: after hours of builds, the benchmark is the part its flags decide.
+    reporter.message(
+        "plan",
+        &format!(
+            "the benchmark will take about {} (--rounds, --time, --workloads, --no-aa change it)",
+            pgoforge::infra::time::human(plan.bench_estimate_seconds as f64)
+        ),
+    );
     pgoforge::infra::interrupt::install(Some(INTERRUPTED));
     let (out, rep) = pipeline::run(&plan, reporter.as_ref())?;
     if a.json {

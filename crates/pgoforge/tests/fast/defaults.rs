@@ -124,3 +124,31 @@ fn mysql_builds_with_clang_by_default_mariadb_with_gcc_and_compiler_overrides_bo
     );
     assert_eq!(family(&["--compiler", "clang"]), "clang");
 }
+
+/// The plan tells what the benchmark will cost before anything is built: MySQL 9.7's default
+/// (baseline, A/A control, pgo+lto and its BOLTed binary; five workloads; 12 rounds of 20 s after
+/// 5 s) about 1 h 49 min, and every flag that shortens it shortens the estimate.
+#[test]
+fn the_plan_estimates_the_benchmark_and_its_flags_move_the_estimate() {
+    let est = |extra: &[&str]| {
+        let mut args = vec!["--recipe", "mysql-9.7"];
+        args.extend_from_slice(extra);
+        plan(&args)["bench_estimate_seconds"]
+            .as_u64()
+            .expect("an estimate in seconds")
+    };
+    let default = est(&[]);
+    assert!((6000..7200).contains(&default), "{default}");
+    let shorter = [
+        est(&["--no-aa"]),
+        est(&["--time", "10"]),
+        est(&["--workloads", "oltp_read_only,oltp_read_write"]),
+        est(&["--variants", "pgo+lto", "--no-aa"]),
+    ];
+    for s in shorter {
+        assert!(s < default, "{s} against {default}");
+    }
+    // Twice the rounds, twice the time (the default already needs 12 for its comparisons).
+    let r24 = est(&["--rounds", "24"]);
+    assert!((r24 as f64 / default as f64 - 2.0).abs() < 0.01, "{r24}");
+}

@@ -181,6 +181,9 @@ pub struct RunPlan {
     /// server (`source::release`; absent for other sources, and when the caller did not look).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_release: Option<crate::source::release::ReleaseCheck>,
+    /// The benchmark's expected wall time in seconds (`bench::estimate`): the part of the run the
+    /// benchmark flags decide; the builds' time depends on the machine.
+    pub bench_estimate_seconds: u64,
 }
 
 impl RunPlan {
@@ -352,7 +355,11 @@ impl RunPlan {
         for b in &mut builds {
             b.compiles = env.cluster.placement(b.variant, &req.compiler);
         }
+        let servers = contenders.len() + req.outside.len() + usize::from(req.aa);
+        let bench_estimate_seconds =
+            crate::bench::estimate::wall_time(&req.bench, servers).as_secs();
         Ok(RunPlan {
+            bench_estimate_seconds,
             request: req,
             builds,
             contenders,
