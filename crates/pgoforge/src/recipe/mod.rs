@@ -236,10 +236,10 @@ impl Recipe {
             bail!(
                 "build.profile_partial_training = false has no effect with pgo_style = \"mysql\": \
                  MySQL's cmake/fprofile.cmake appends -fprofile-partial-training itself (GCC 10 \
-                 and later), after pgoforge's flags; set pgo_style = \"flags\" too, with \
-                 -DREPRODUCIBLE_BUILD=ON in cmake_args (MySQL's FPROFILE_* switches turn it on; \
-                 without it a profile from a MySQL-style pgo-gen build does not match), and train \
-                 the profile with the same recipe"
+                 and later), after pgoforge's flags; set pgo_style = \"flags\" too, and train \
+                 the profile with that same recipe (a profile from a MySQL-style pgo-gen build \
+                 does not match a flags-style build: MySQL's FPROFILE_* switches also map the \
+                 source paths)"
             );
         }
         precompile::check(&self.build.precompile_headers)?;
