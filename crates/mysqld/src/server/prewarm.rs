@@ -33,10 +33,14 @@ pub struct Prewarmed {
 /// Why nothing was read.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Skipped {
-    /// The tablespaces are larger than 80 % of the buffer pool: scanning them would only evict
-    /// each other.
+    /// The tablespaces are larger than [`MAX_POOL_SHARE_PCT`] of the buffer pool: scanning them
+    /// would only evict each other.
     TooLarge { data_bytes: u64, pool_bytes: u64 },
 }
+
+/// The largest share of the buffer pool a prewarmed dataset may take: the rest is room for what
+/// the workload adds (undo, new rows, the adaptive structures).
+pub const MAX_POOL_SHARE_PCT: u64 = 80;
 
 /// The schemas that are the server's own, never a dataset.
 const SYSTEM_SCHEMAS: &str = "'mysql','sys','information_schema','performance_schema'";
@@ -50,8 +54,7 @@ impl Server {
         let mut root = self.state.root()?;
         let data_bytes = dataset_bytes(&self.state.datadir)?;
         let pool_bytes = number(&mut root, "SELECT @@innodb_buffer_pool_size")?;
-        // Room for what the workload adds: undo, new rows, the adaptive structures.
-        if data_bytes > pool_bytes / 10 * 8 {
+        if data_bytes > pool_bytes / 100 * MAX_POOL_SHARE_PCT {
             return Ok(Err(Skipped::TooLarge {
                 data_bytes,
                 pool_bytes,

@@ -370,10 +370,11 @@ fn start_contender(
             data_bytes,
             pool_bytes,
         }) => log(&format!(
-            "round {round}: {} starts cold: its dataset ({} MiB) does not fit in 80% of the buffer \
+            "round {round}: {} starts cold: its dataset ({} MiB) does not fit in {}% of the buffer \
              pool ({} MiB; --buffer-pool-mb)",
             c.name,
             data_bytes >> 20,
+            crate::server::prewarm::MAX_POOL_SHARE_PCT,
             pool_bytes >> 20
         )),
     }

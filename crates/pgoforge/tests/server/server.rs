@@ -214,7 +214,10 @@ fn prewarm_reads_every_index_so_a_workload_then_reads_nothing_from_disk() {
         Err(pgoforge::server::prewarm::Skipped::TooLarge {
             data_bytes,
             pool_bytes,
-        }) => assert!(data_bytes > pool_bytes / 10 * 8 && pool_bytes <= 8 << 20),
+        }) => assert!(
+            data_bytes > pool_bytes / 100 * pgoforge::server::prewarm::MAX_POOL_SHARE_PCT
+                && pool_bytes <= 8 << 20
+        ),
         Ok(w) => panic!("prewarmed a dataset larger than the pool: {w:?}"),
     }
     tight.stop().unwrap();
