@@ -42,8 +42,9 @@ pub enum Skipped {
 /// the workload adds (undo, new rows, the adaptive structures).
 pub const MAX_POOL_SHARE_PCT: u64 = 80;
 
-/// The schemas that are the server's own, never a dataset.
-const SYSTEM_SCHEMAS: &str = "'mysql','sys','information_schema','performance_schema'";
+/// The schemas that are the server's own, never a dataset (information_schema has no directory
+/// in the datadir; the others do).
+const SYSTEM_SCHEMAS: [&str; 4] = ["mysql", "sys", "information_schema", "performance_schema"];
 
 impl Server {
     /// Scans every index of every InnoDB table outside the system schemas once, as the
@@ -61,13 +62,14 @@ impl Server {
             }));
         }
         let reads_before = disk_reads(&mut root)?;
+        let system_list = SYSTEM_SCHEMAS.map(|n| format!("'{n}'")).join(",");
         let rows = root
             .query_rows(&format!(
                 "SELECT t.TABLE_SCHEMA, t.TABLE_NAME, s.INDEX_NAME FROM information_schema.TABLES t \
                  LEFT JOIN information_schema.STATISTICS s \
                  ON s.TABLE_SCHEMA = t.TABLE_SCHEMA AND s.TABLE_NAME = t.TABLE_NAME \
                  WHERE t.ENGINE = 'InnoDB' AND t.TABLE_TYPE = 'BASE TABLE' \
-                 AND t.TABLE_SCHEMA NOT IN ({SYSTEM_SCHEMAS}) \
+                 AND t.TABLE_SCHEMA NOT IN ({system_list}) \
                  GROUP BY t.TABLE_SCHEMA, t.TABLE_NAME, s.INDEX_NAME \
                  ORDER BY t.TABLE_SCHEMA, t.TABLE_NAME, s.INDEX_NAME"
             ))
@@ -102,8 +104,7 @@ fn dataset_bytes(datadir: &Path) -> Result<u64> {
     for schema in fs::read_dir(datadir).with_context(|| format!("reading {}", datadir.display()))? {
         let schema = schema?;
         let name = schema.file_name();
-        let system =
-            ["mysql", "sys", "performance_schema"].contains(&name.to_string_lossy().as_ref());
+        let system = SYSTEM_SCHEMAS.contains(&name.to_string_lossy().as_ref());
         if system || !schema.file_type()?.is_dir() {
             continue;
         }
