@@ -28,8 +28,10 @@ pub struct RunArgs {
     /// Variants compared with the baseline, comma-separated [default: pgo+lto+bolt — three builds
     /// (baseline, pgo-gen, a bolt-ready pgo+lto) and three contenders: baseline, pgo+lto (the
     /// bolt-ready build as linked) and pgo+lto+bolt]. A +bolt variant is built bolt-ready once and
-    /// serves two contenders: X (unBOLTed) and X+bolt. MariaDB 10.11 here: ~14 min per build on an
-    /// idle 2-core machine; MySQL 9.7: about an hour.
+    /// serves two contenders: X (unBOLTed) and X+bolt. A +native variant with a profile trains
+    /// its own instrumented build (pgo-gen+native: the same -O3 -march=native, so GCC keeps every
+    /// function's profile) — one more build and training. MariaDB 10.11 here: ~14 min per build
+    /// on an idle 2-core machine; MySQL 9.7: about an hour.
     #[arg(long, value_delimiter = ',')]
     variants: Vec<Variant>,
     /// Short training and benchmark, one variant (pgo): the cheapest useful look, three builds

@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use super::build_stage;
 use super::outcome::RunContender;
 use super::plan::{PlannedBuild, RunPlan, RunRequest};
-use super::profiles::{cs_profile, Profile};
+use super::profiles::{cs_profile, Profiles};
 use super::spread;
 use super::stage::Ctx;
 use super::stages::*;
@@ -32,7 +32,7 @@ pub(super) fn build_contenders(
     plan: &RunPlan,
     src: &Source,
     baseline: &BuildOutput,
-    profiles: &[Profile],
+    profiles: &Profiles,
     t: &mut Tracker,
     cx: &Ctx,
     warnings: &mut Vec<String>,
@@ -101,7 +101,7 @@ fn build_variants(
     plan: &RunPlan,
     src: &Source,
     baseline: &BuildOutput,
-    profiles: &[Profile],
+    profiles: &Profiles,
     t: &mut Tracker,
     cx: &Ctx,
     warnings: &mut Vec<String>,
@@ -141,8 +141,8 @@ fn build_variants(
             if b.variant.instrumented() {
                 continue;
             }
-            // The profile of the build's training mix (the first mix's, unless it names another).
-            let first = mix_profile(plan, profiles, b);
+            // Its training mix's profile, or a native variant's own.
+            let first = profiles.for_build(&plan.request.mixes, b);
             claim_shared(&board, &shared, i, b, cx, warnings);
             let cs = match (b.variant.cs_gen(), first) {
                 (Some(g), Some(first)) => match cs_profile(plan, src, baseline, g, first, t, cx) {
@@ -192,32 +192,16 @@ fn build_variants(
     built
 }
 
-/// The profile a build uses when it needs no context-sensitive one: its training mix's.
+/// The profile a build uses when it needs no context-sensitive one.
 fn plain_profile<'a>(
     plan: &RunPlan,
-    profiles: &'a [Profile],
+    profiles: &'a Profiles,
     b: &PlannedBuild,
 ) -> Option<&'a ProfileInput> {
     b.variant
         .needs_profile()
-        .then(|| mix_profile(plan, profiles, b))
+        .then(|| profiles.for_build(&plan.request.mixes, b))
         .flatten()
-}
-
-/// The profile of the build's training mix (the first mix's, unless it names another).
-fn mix_profile<'a>(
-    plan: &RunPlan,
-    profiles: &'a [Profile],
-    b: &PlannedBuild,
-) -> Option<&'a ProfileInput> {
-    let mix_index = b.mix.as_ref().map_or(0, |m| {
-        plan.request
-            .mixes
-            .iter()
-            .position(|x| &x.name == m)
-            .unwrap_or(0)
-    });
-    profiles.get(mix_index).map(|(i, _)| i)
 }
 
 /// Where this host stands with build `i` of the plan when build hosts share the builds: built

@@ -38,7 +38,7 @@ use stages::*;
 pub use state::Tracker;
 
 use contenders::{build_contenders, candidates, identities, outside_contenders, stop_regressed};
-use profiles::{given_profile, train_profiles, Profile};
+use profiles::{given_profile, train_profiles, Profile, Profiles};
 
 /// Runs the whole pipeline; returns what it made and the benchmark's report.
 pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)> {
@@ -67,7 +67,7 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
         &cx,
     )?;
     let profiles = match given {
-        Some(p) => vec![p],
+        Some(p) => Profiles::given(p),
         None => train_profiles(plan, &src, &baseline, &mut t, &cx)?,
     };
     let mut contenders =
@@ -111,7 +111,7 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
         recipe: req.recipe.name.clone(),
         source: src,
         contenders,
-        profile: profiles.into_iter().next().and_then(|(_, s)| s),
+        profile: profiles.into_first().and_then(|(_, s)| s),
         run_dir,
         winner: winner(&report),
         package: None,
@@ -162,7 +162,9 @@ fn unfinished_builds(plan: &RunPlan, src: &Source, given: Option<&Profile>, work
             let p = match b.profile {
                 ProfileFrom::NoProfile => None,
                 ProfileFrom::Given => given.map(|(i, _)| i),
-                ProfileFrom::Trained | ProfileFrom::CsTrained => return true,
+                ProfileFrom::Trained | ProfileFrom::CsTrained | ProfileFrom::NativeTrained => {
+                    return true
+                }
             };
             !build_stage(plan, src, b.variant, p, None).finished(work)
         })

@@ -1,5 +1,6 @@
 //! The run's compiler profiles: `--profile` resolved and checked, or the pgo-gen build trained on
-//! the mix (and, for cs-pgo, its cs-pgo-gen build trained and merged with the first profile).
+//! the mix (for +native variants, a pgo-gen+native build; for cs-pgo, its cs-pgo-gen build
+//! trained and merged with the first profile).
 
 use std::fs;
 
@@ -7,11 +8,12 @@ use anyhow::{Context, Result};
 
 use super::build_stage;
 use super::plan::ProfileFrom;
-use super::plan::RunPlan;
+use super::plan::{PlannedBuild, RunPlan};
 use super::stage::Ctx;
 use super::stages::*;
 use super::state::Tracker;
-use crate::builder::{BuildOutput, ProfileInput, Variant};
+use crate::builder::{BuildOutput, PgoPhase, ProfileInput, Variant};
+use crate::profile::train::NamedMix;
 use crate::profile::{check_belongs, Stored};
 use crate::source::Source;
 
@@ -34,37 +36,93 @@ pub(super) fn given_profile(plan: &RunPlan, src: &Source) -> Result<Option<Profi
     Ok(Some((ProfileInput::from_path(p), stored)))
 }
 
-/// The pgo-gen build trained on each of the run's mixes, in their order (none when the plan does
-/// not train).
+/// The run's compiler profiles: one per training mix (or `--profile`), and the +native variants'
+/// own when the run trains them.
+#[derive(Default)]
+pub(super) struct Profiles {
+    pub by_mix: Vec<Profile>,
+    pub native: Option<Profile>,
+}
+
+impl Profiles {
+    pub fn given(p: Profile) -> Profiles {
+        Profiles {
+            by_mix: vec![p],
+            native: None,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_mix.is_empty() && self.native.is_none()
+    }
+
+    /// The profile the outcome records: the first mix's, else the native one.
+    pub fn into_first(self) -> Option<Profile> {
+        self.by_mix.into_iter().next().or(self.native)
+    }
+
+    /// The (first) profile `b` is built with: a native variant's own when trained, else its
+    /// training mix's (the first mix's, unless it names another).
+    pub fn for_build(&self, mixes: &[NamedMix], b: &PlannedBuild) -> Option<&ProfileInput> {
+        if b.variant.native {
+            if let Some((i, _)) = &self.native {
+                return Some(i);
+            }
+        }
+        let mix_index = b
+            .mix
+            .as_ref()
+            .map_or(0, |m| mixes.iter().position(|x| &x.name == m).unwrap_or(0));
+        self.by_mix.get(mix_index).map(|(i, _)| i)
+    }
+}
+
+/// The pgo-gen build trained on each of the run's mixes, in their order, and the pgo-gen+native
+/// build trained on the first mix (each only when the plan has it).
 pub(super) fn train_profiles(
     plan: &RunPlan,
     src: &Source,
     baseline: &BuildOutput,
     t: &mut Tracker,
     cx: &Ctx,
-) -> Result<Vec<Profile>> {
-    let Some(gen) = plan
-        .builds
-        .iter()
-        .find(|b| b.variant.phase == crate::builder::PgoPhase::PgoGen)
-    else {
-        return Ok(Vec::new());
+) -> Result<Profiles> {
+    let gen_build = |native: bool| {
+        plan.builds
+            .iter()
+            .find(|b| b.variant.phase == PgoPhase::PgoGen && b.variant.native == native)
     };
-    let gen = t.run(&build_stage(plan, src, gen.variant, None, None), cx)?;
-    let mut out = Vec::new();
-    for (i, m) in plan.request.mixes.iter().enumerate() {
+    let mut out = Profiles::default();
+    if let Some(gen) = gen_build(false) {
+        let gen = t.run(&build_stage(plan, src, gen.variant, None, None), cx)?;
+        for (i, m) in plan.request.mixes.iter().enumerate() {
+            let stored = t.run(
+                &TrainStage {
+                    gen: &gen,
+                    base: None,
+                    mix: &m.mix,
+                    mix_name: (i > 0).then_some(m.name.as_str()),
+                    server: &plan.request.server,
+                    dataset_from: Some(&baseline.binary),
+                },
+                cx,
+            )?;
+            out.by_mix.push((stored.input(), Some(stored)));
+        }
+    }
+    if let Some(gen) = gen_build(true) {
+        let gen = t.run(&build_stage(plan, src, gen.variant, None, None), cx)?;
         let stored = t.run(
             &TrainStage {
                 gen: &gen,
                 base: None,
-                mix: &m.mix,
-                mix_name: (i > 0).then_some(m.name.as_str()),
+                mix: plan.request.mix(),
+                mix_name: None,
                 server: &plan.request.server,
                 dataset_from: Some(&baseline.binary),
             },
             cx,
         )?;
-        out.push((stored.input(), Some(stored)));
+        out.native = Some((stored.input(), Some(stored)));
     }
     Ok(out)
 }
@@ -93,4 +151,70 @@ pub(super) fn cs_profile(
         cx,
     )?;
     Ok(stored.input())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::train::Mix;
+
+    #[test]
+    fn a_native_build_takes_the_native_profile_and_the_others_their_mixs() {
+        let mixes: Vec<NamedMix> = ["oltp", "tpcc"]
+            .iter()
+            .map(|n| NamedMix {
+                name: n.to_string(),
+                mix: Mix::quick(),
+            })
+            .collect();
+        let p = |s: &str| (ProfileInput::GccDir(s.into()), None);
+        let build = |v: &str, mix: Option<&str>| PlannedBuild {
+            variant: v.parse().unwrap(),
+            profile: super::super::ProfileFrom::Trained,
+            mix: mix.map(str::to_string),
+            compiles: None,
+            shared: false,
+        };
+        let path = |x: Option<&ProfileInput>| x.map(|i| i.path().display().to_string());
+        let mut ps = Profiles {
+            by_mix: vec![p("/oltp"), p("/tpcc")],
+            native: Some(p("/native")),
+        };
+        assert_eq!(
+            path(ps.for_build(&mixes, &build("pgo+lto+native", None))).as_deref(),
+            Some("/native")
+        );
+        assert_eq!(
+            path(ps.for_build(&mixes, &build("pgo+lto", None))).as_deref(),
+            Some("/oltp")
+        );
+        assert_eq!(
+            path(ps.for_build(&mixes, &build("pgo+lto", Some("tpcc")))).as_deref(),
+            Some("/tpcc")
+        );
+        // --profile (no native one): every variant takes the given profile.
+        ps.native = None;
+        assert_eq!(
+            path(ps.for_build(&mixes, &build("pgo+lto+native", None))).as_deref(),
+            Some("/oltp")
+        );
+        assert_eq!(
+            ps.into_first()
+                .map(|(i, _)| i.path().display().to_string())
+                .as_deref(),
+            Some("/oltp")
+        );
+        let only_native = Profiles {
+            by_mix: Vec::new(),
+            native: Some(p("/native")),
+        };
+        assert!(!only_native.is_empty());
+        assert_eq!(
+            only_native
+                .into_first()
+                .map(|(i, _)| i.path().display().to_string())
+                .as_deref(),
+            Some("/native")
+        );
+    }
 }

@@ -135,6 +135,32 @@ fn gcc_every_variant_pgo_cycle_and_cache() {
     let changed = make(&c, "pgo+lto+bolt", &gcc, Some(&profile));
     assert!(!changed.cached && changed.key != pgo.key);
 
+    // -O3 -march=native on a generic instrumented build's profile: the SSE4.2 CRC that only a
+    // native build inlines (kv.c's key_tag) changes kv_workload's control flow, and GCC drops
+    // its profile with a coverage-mismatch warning, counted. Trained on a pgo-gen+native build
+    // (the run's native profile), the same variant applies its profile whole.
+    let shared = make(&c, "pgo+native", &gcc, Some(&profile));
+    assert!(
+        shared.missing_profile_warnings > 0,
+        "see {}",
+        shared.log.display()
+    );
+    assert!(fs::read_to_string(&shared.log)
+        .unwrap()
+        .contains("[-Wcoverage-mismatch]"));
+    assert_eq!(run(&shared.binary, &["all", "20000"], &[]), expected);
+    let gen_native = make(&c, "pgo-gen+native", &gcc, None);
+    let native_dir = gen_native.profile_gen_dir.clone().unwrap();
+    assert_eq!(run(&gen_native.binary, &["all", "20000"], &[]), expected);
+    let own = make(
+        &c,
+        "pgo+native",
+        &gcc,
+        Some(&ProfileInput::GccDir(native_dir)),
+    );
+    assert_eq!(own.missing_profile_warnings, 0, "see {}", own.log.display());
+    assert_eq!(run(&own.binary, &["all", "20000"], &[]), expected);
+
     // A profile that lacks units is reported, never hidden.
     let partial = c.work.path().join("partial");
     fs::create_dir_all(&partial).unwrap();

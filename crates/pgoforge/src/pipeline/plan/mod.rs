@@ -118,6 +118,13 @@ pub enum ProfileFrom {
     /// The first profile merged with the counts of this run's cs-pgo-gen build, trained on the
     /// same mix.
     CsTrained,
+    /// Trained on this run's pgo-gen+native build: a +native variant's own profile. GCC drops
+    /// the profile of every function whose control flow differs between the instrumented and
+    /// the optimized build, and `-O3 -march=native` changes many (MySQL 9.7: 229 functions, all
+    /// of InnoDB's inlined hashing among them; docs/bench/mysql.md), so a native variant is
+    /// instrumented with its own flags.
+    #[serde(rename = "native")]
+    NativeTrained,
 }
 
 /// One build of the run.
@@ -197,6 +204,22 @@ impl RunPlan {
         } else {
             ProfileFrom::Trained
         };
+        // A +native variant trains its own instrumented build (see `NativeTrained`); the
+        // generic pgo-gen is built when another variant needs its profile.
+        let trained = |native: bool| {
+            from == ProfileFrom::Trained
+                && req
+                    .variants
+                    .iter()
+                    .any(|v| v.needs_profile() && v.native == native)
+        };
+        let profile_of = |v: Variant| {
+            if v.native && from == ProfileFrom::Trained {
+                ProfileFrom::NativeTrained
+            } else {
+                from
+            }
+        };
         let baseline: Variant = "baseline".parse().expect("a valid variant");
         let gen: Variant = "pgo-gen".parse().expect("a valid variant");
         let mut builds = vec![PlannedBuild {
@@ -207,7 +230,7 @@ impl RunPlan {
             shared: false,
         }];
         let mut stages = vec![StageId::Source, StageId::Build(baseline, None)];
-        if from == ProfileFrom::Trained {
+        if trained(false) {
             builds.push(PlannedBuild {
                 variant: gen,
                 profile: ProfileFrom::NoProfile,
@@ -219,6 +242,23 @@ impl RunPlan {
             for m in &req.mixes[1..] {
                 stages.push(StageId::TrainOn(m.name.clone()));
             }
+        }
+        if trained(true) {
+            let gen = Variant {
+                native: true,
+                ..gen
+            };
+            builds.push(PlannedBuild {
+                variant: gen,
+                profile: ProfileFrom::NoProfile,
+                mix: None,
+                compiles: None,
+                shared: false,
+            });
+            stages.extend([
+                StageId::Build(gen, None),
+                StageId::Train(Some(gen.to_string())),
+            ]);
         }
         let mut contenders = vec![PlannedContender {
             name: "baseline".into(),
@@ -236,7 +276,7 @@ impl RunPlan {
                 if !builds.iter().any(|b| b.variant == g) {
                     builds.push(PlannedBuild {
                         variant: g,
-                        profile: from,
+                        profile: profile_of(g),
                         mix: None,
                         compiles: None,
                         shared: false,
@@ -249,7 +289,7 @@ impl RunPlan {
                 profile: if v.cs_gen().is_some() {
                     ProfileFrom::CsTrained
                 } else if v.needs_profile() {
-                    from
+                    profile_of(v)
                 } else {
                     ProfileFrom::NoProfile
                 },
@@ -561,6 +601,60 @@ mod tests {
     }
 
     #[test]
+    fn a_native_variant_is_trained_on_its_own_native_instrumented_build() {
+        let builds = |p: &RunPlan| -> Vec<(String, ProfileFrom)> {
+            p.builds
+                .iter()
+                .map(|b| (b.variant.to_string(), b.profile))
+                .collect()
+        };
+        let stages =
+            |p: &RunPlan| -> Vec<String> { p.stages.iter().map(ToString::to_string).collect() };
+        let p = RunPlan::resolve(request(&["pgo+lto", "pgo+lto+native"]), &with_bolt()).unwrap();
+        assert_eq!(
+            builds(&p),
+            [
+                ("baseline".into(), ProfileFrom::NoProfile),
+                ("pgo-gen".into(), ProfileFrom::NoProfile),
+                ("pgo-gen+native".into(), ProfileFrom::NoProfile),
+                ("pgo+lto".into(), ProfileFrom::Trained),
+                ("pgo+lto+native".into(), ProfileFrom::NativeTrained),
+            ]
+        );
+        let s = stages(&p);
+        let at = |x: &str| s.iter().position(|y| y == x).unwrap();
+        // The first training keeps its name (finished runs find it); the native one is named
+        // by its build and comes before the build that uses it.
+        assert!(at("train") < at("build pgo-gen+native"));
+        assert!(at("train pgo-gen+native") < at("build pgo+lto+native"));
+        // Only native variants need a profile: no generic pgo-gen at all.
+        let p = RunPlan::resolve(request(&["pgo+lto+native", "lto"]), &with_bolt()).unwrap();
+        assert_eq!(
+            builds(&p).iter().map(|b| b.0.as_str()).collect::<Vec<_>>(),
+            ["baseline", "pgo-gen+native", "pgo+lto+native", "lto"]
+        );
+        assert!(!stages(&p).contains(&"train".to_string()));
+        // A baseline with -O3 -march=native needs no profile, and a given profile serves every
+        // variant as the user asked (no instrumented build).
+        let p = RunPlan::resolve(request(&["baseline+native"]), &with_bolt()).unwrap();
+        assert_eq!(p.builds.len(), 2);
+        let mut r = request(&["pgo+lto", "pgo+lto+native"]);
+        r.profile = Some("/bin".into());
+        let p = RunPlan::resolve(r, &with_bolt()).unwrap();
+        assert_eq!(
+            builds(&p)[1..],
+            [
+                ("pgo+lto".into(), ProfileFrom::Given),
+                ("pgo+lto+native".into(), ProfileFrom::Given),
+            ]
+        );
+        // The plan's JSON names where the native variant's profile comes from.
+        let p = RunPlan::resolve(request(&["pgo+lto+native"]), &with_bolt()).unwrap();
+        let j = serde_json::to_value(&p.builds).unwrap();
+        assert_eq!(j[2]["profile"], "native");
+    }
+
+    #[test]
     fn a_matrix_builds_each_profile_variant_once_per_training_mix() {
         let mut r = request(&["pgo+lto", "lto"]);
         let oltp = r.mixes[0].mix.clone();
@@ -620,6 +714,10 @@ mod tests {
         assert_eq!(
             e(&["pgo+lto+bolt"], false),
             PlanError::MatrixVariant("pgo+lto+bolt".parse().unwrap())
+        );
+        assert_eq!(
+            e(&["pgo+lto+native"], false),
+            PlanError::MatrixVariant("pgo+lto+native".parse().unwrap())
         );
         assert_eq!(e(&["pgo"], true), PlanError::MatrixWithProfile);
         let mut r = request(&["pgo"]);

@@ -27,7 +27,7 @@ pub enum PlanError {
     Mix(String),
     #[error("training mix {0} is listed twice")]
     MixTwice(String),
-    #[error("variant {0} in a train × evaluate matrix: each mix gets its own build of each variant, and +bolt and cs-pgo variants are not built per mix yet; use pgo, pgo+lto or lto")]
+    #[error("variant {0} in a train × evaluate matrix: each mix gets its own build of each variant, and +bolt, +native (which trains its own instrumented build) and cs-pgo variants are not built per mix yet; use pgo, pgo+lto or lto")]
     MatrixVariant(Variant),
     #[error("--profile gives one profile, a train × evaluate matrix trains one per mix; drop one of --profile and --train-mixes")]
     MatrixWithProfile,
@@ -87,7 +87,7 @@ pub(super) fn check(req: &RunRequest, env: &Env) -> Result<(), PlanError> {
         if let Some(v) = req
             .variants
             .iter()
-            .find(|v| v.bolt_ready || v.phase == PgoPhase::CsUse)
+            .find(|v| v.bolt_ready || v.phase == PgoPhase::CsUse || (v.native && v.needs_profile()))
         {
             return Err(PlanError::MatrixVariant(*v));
         }

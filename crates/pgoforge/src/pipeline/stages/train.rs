@@ -76,10 +76,14 @@ impl Stage for TrainStage<'_> {
     type Output = Stored;
 
     fn name(&self) -> StageId {
-        // The first training keeps the name it always had (finished runs find it).
+        // The first training of the plain pgo-gen keeps the name it always had (finished runs
+        // find it); cs-pgo-gen's and pgo-gen+native's are named by their build.
         match self.mix_name {
             Some(m) => StageId::TrainOn(m.to_string()),
-            None => StageId::Train(self.base.is_some().then(|| self.gen.variant.clone())),
+            None => StageId::Train(
+                (self.base.is_some() || self.gen.variant != "pgo-gen")
+                    .then(|| self.gen.variant.clone()),
+            ),
         }
     }
 
