@@ -81,9 +81,11 @@ impl FromStr for TestName {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         let s = s.trim_end_matches(".lua");
+        // The short names the help texts and reports use (read_only for oltp_read_only) are
+        // accepted too: no other test has such a name.
         TestName::ALL
             .into_iter()
-            .find(|t| t.name() == s)
+            .find(|t| t.name() == s || t.name().strip_prefix("oltp_") == Some(s))
             .ok_or_else(|| {
                 let names: Vec<_> = TestName::ALL.iter().map(|t| t.name()).collect();
                 format!("unknown test '{s}'; the tests are: {}", names.join(", "))
@@ -478,6 +480,24 @@ mod tests {
         );
         c.sockets = vec!["/tmp/s".into()];
         assert_eq!(c.endpoints(), vec![Endpoint::Socket("/tmp/s".into())]);
+    }
+
+    #[test]
+    fn tests_parse_by_sysbench_name_script_name_and_short_name() {
+        for s in ["oltp_read_only", "oltp_read_only.lua", "read_only"] {
+            assert_eq!(s.parse::<TestName>(), Ok(TestName::OltpReadOnly), "{s}");
+        }
+        assert_eq!(
+            "point_select".parse::<TestName>(),
+            Ok(TestName::OltpPointSelect)
+        );
+        assert_eq!("tpcc".parse::<TestName>(), Ok(TestName::Tpcc));
+        // Only the oltp_ prefix may be left out.
+        let e = "random_points".parse::<TestName>().unwrap_err();
+        assert!(
+            e.contains("unknown test 'random_points'") && e.contains("select_random_points"),
+            "{e}"
+        );
     }
 
     #[test]
