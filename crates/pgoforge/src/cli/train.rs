@@ -1,5 +1,5 @@
-//! `pgoforge train`: builds the instrumented (pgo-gen) server, trains it, stores the profile —
-//! the same stages `pgoforge run` uses.
+//! `pgoforge train`: builds the instrumented (pgo-gen, or with --native pgo-gen+native) server,
+//! trains it, stores the profile — the same stages `pgoforge run` uses.
 
 use anyhow::Result;
 use clap::Args;
@@ -22,6 +22,10 @@ pub struct TrainArgs {
     training: TrainingArgs,
     #[command(flatten)]
     server: ServerConfigArgs,
+    /// Train the -O3 -march=native instrumented build (pgo-gen+native): the profile for +native
+    /// variants, which GCC applies only partly when it comes from the generic build.
+    #[arg(long)]
+    native: bool,
     /// Print the stored profile's record as JSON (progress events go to stderr as JSON lines).
     #[arg(long)]
     json: bool,
@@ -43,6 +47,10 @@ pub fn main(a: TrainArgs) -> Result<i32> {
         work: &work,
         reporter: reporter.as_ref(),
     };
+    let gen_variant = Variant {
+        native: a.native,
+        .."pgo-gen".parse::<Variant>().expect("a valid variant")
+    };
     let mut t = Tracker::ephemeral();
     let src = t.run(&a.source.stage(&recipe), &cx)?;
     let gen = t.run(
@@ -50,7 +58,7 @@ pub fn main(a: TrainArgs) -> Result<i32> {
             recipe: &recipe,
             source: &src,
             compiler: &compiler,
-            variant: "pgo-gen".parse::<Variant>().expect("a valid variant"),
+            variant: gen_variant,
             profile: None,
             mix: None,
             jobs: 0,
@@ -94,7 +102,8 @@ pub fn main(a: TrainArgs) -> Result<i32> {
         println!("  hottest: {}", s.hottest.join(", "));
     }
     println!(
-        "Next: pgoforge build --variant pgo --compiler {} --recipe {} --profile {}",
+        "Next: pgoforge build --variant {} --compiler {} --recipe {} --profile {}",
+        if a.native { "pgo+lto+native" } else { "pgo" },
         a.compiler.spec(&recipe),
         a.source.recipe,
         stored.data().display()
