@@ -144,6 +144,19 @@ pub struct PlannedBuild {
     pub shared: bool,
 }
 
+impl PlannedBuild {
+    /// A build of the first mix (or none), placed by the plan's last steps.
+    fn new(variant: Variant, profile: ProfileFrom) -> PlannedBuild {
+        PlannedBuild {
+            variant,
+            profile,
+            mix: None,
+            compiles: None,
+            shared: false,
+        }
+    }
+}
+
 /// One binary of the benchmark and how it comes about.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct PlannedContender {
@@ -222,22 +235,10 @@ impl RunPlan {
         };
         let baseline: Variant = "baseline".parse().expect("a valid variant");
         let gen: Variant = "pgo-gen".parse().expect("a valid variant");
-        let mut builds = vec![PlannedBuild {
-            variant: baseline,
-            profile: ProfileFrom::NoProfile,
-            mix: None,
-            compiles: None,
-            shared: false,
-        }];
+        let mut builds = vec![PlannedBuild::new(baseline, ProfileFrom::NoProfile)];
         let mut stages = vec![StageId::Source, StageId::Build(baseline, None)];
         if trained(false) {
-            builds.push(PlannedBuild {
-                variant: gen,
-                profile: ProfileFrom::NoProfile,
-                mix: None,
-                compiles: None,
-                shared: false,
-            });
+            builds.push(PlannedBuild::new(gen, ProfileFrom::NoProfile));
             stages.extend([StageId::Build(gen, None), StageId::Train(None)]);
             for m in &req.mixes[1..] {
                 stages.push(StageId::TrainOn(m.name.clone()));
@@ -248,13 +249,7 @@ impl RunPlan {
                 native: true,
                 ..gen
             };
-            builds.push(PlannedBuild {
-                variant: gen,
-                profile: ProfileFrom::NoProfile,
-                mix: None,
-                compiles: None,
-                shared: false,
-            });
+            builds.push(PlannedBuild::new(gen, ProfileFrom::NoProfile));
             stages.extend([
                 StageId::Build(gen, None),
                 StageId::Train(Some(gen.to_string())),
@@ -274,29 +269,18 @@ impl RunPlan {
             if let Some(g) = v.cs_gen() {
                 // One cs-pgo-gen build and training serve cs-pgo+X and cs-pgo+X+bolt alike.
                 if !builds.iter().any(|b| b.variant == g) {
-                    builds.push(PlannedBuild {
-                        variant: g,
-                        profile: profile_of(g),
-                        mix: None,
-                        compiles: None,
-                        shared: false,
-                    });
+                    builds.push(PlannedBuild::new(g, profile_of(g)));
                     stages.extend([StageId::Build(g, None), StageId::Train(Some(g.to_string()))]);
                 }
             }
-            builds.push(PlannedBuild {
-                variant: v,
-                profile: if v.cs_gen().is_some() {
-                    ProfileFrom::CsTrained
-                } else if v.needs_profile() {
-                    profile_of(v)
-                } else {
-                    ProfileFrom::NoProfile
-                },
-                mix: None,
-                compiles: None,
-                shared: false,
-            });
+            let profile = if v.cs_gen().is_some() {
+                ProfileFrom::CsTrained
+            } else if v.needs_profile() {
+                profile_of(v)
+            } else {
+                ProfileFrom::NoProfile
+            };
+            builds.push(PlannedBuild::new(v, profile));
             stages.push(StageId::Build(v, None));
             if req.is_matrix() && v.needs_profile() {
                 // One build per training mix, each a contender VARIANT@MIX (validate: no BOLT,
