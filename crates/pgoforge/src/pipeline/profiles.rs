@@ -13,7 +13,7 @@ use super::stage::Ctx;
 use super::stages::*;
 use super::state::Tracker;
 use crate::builder::{BuildOutput, PgoPhase, ProfileInput, Variant};
-use crate::profile::train::NamedMix;
+use crate::profile::train::{Mix, NamedMix};
 use crate::profile::{check_belongs, Stored};
 use crate::source::Source;
 
@@ -95,15 +95,9 @@ pub(super) fn train_profiles(
     if let Some(gen) = gen_build(false) {
         let gen = t.run(&build_stage(plan, src, gen.variant, None, None), cx)?;
         for (i, m) in plan.request.mixes.iter().enumerate() {
+            let mix_name = (i > 0).then_some(m.name.as_str());
             let stored = t.run(
-                &TrainStage {
-                    gen: &gen,
-                    base: None,
-                    mix: &m.mix,
-                    mix_name: (i > 0).then_some(m.name.as_str()),
-                    server: &plan.request.server,
-                    dataset_from: Some(&baseline.binary),
-                },
+                &train_stage(plan, baseline, &gen, &m.mix, mix_name, None),
                 cx,
             )?;
             out.by_mix.push((stored.input(), Some(stored)));
@@ -112,14 +106,7 @@ pub(super) fn train_profiles(
     if let Some(gen) = gen_build(true) {
         let gen = t.run(&build_stage(plan, src, gen.variant, None, None), cx)?;
         let stored = t.run(
-            &TrainStage {
-                gen: &gen,
-                base: None,
-                mix: plan.request.mix(),
-                mix_name: None,
-                server: &plan.request.server,
-                dataset_from: Some(&baseline.binary),
-            },
+            &train_stage(plan, baseline, &gen, plan.request.mix(), None, None),
             cx,
         )?;
         out.native = Some((stored.input(), Some(stored)));
@@ -140,23 +127,42 @@ pub(super) fn cs_profile(
 ) -> Result<ProfileInput> {
     let gen = t.run(&build_stage(plan, src, gen, Some(first), None), cx)?;
     let stored = t.run(
-        &TrainStage {
-            gen: &gen,
-            base: Some(first.path()),
-            mix: plan.request.mix(),
-            mix_name: None,
-            server: &plan.request.server,
-            dataset_from: Some(&baseline.binary),
-        },
+        &train_stage(
+            plan,
+            baseline,
+            &gen,
+            plan.request.mix(),
+            None,
+            Some(first.path()),
+        ),
         cx,
     )?;
     Ok(stored.input())
 }
 
+/// Training `gen` on `mix` with the run's server settings, on the dataset template the baseline
+/// prepares (`base`: the first profile, for a cs-pgo-gen build).
+fn train_stage<'a>(
+    plan: &'a RunPlan,
+    baseline: &'a BuildOutput,
+    gen: &'a BuildOutput,
+    mix: &'a Mix,
+    mix_name: Option<&'a str>,
+    base: Option<&'a std::path::Path>,
+) -> TrainStage<'a> {
+    TrainStage {
+        gen,
+        base,
+        mix,
+        mix_name,
+        server: &plan.request.server,
+        dataset_from: Some(&baseline.binary),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::train::Mix;
 
     #[test]
     fn a_native_build_takes_the_native_profile_and_the_others_their_mixs() {
@@ -170,7 +176,7 @@ mod tests {
         let p = |s: &str| (ProfileInput::GccDir(s.into()), None);
         let build = |v: &str, mix: Option<&str>| PlannedBuild {
             variant: v.parse().unwrap(),
-            profile: super::super::ProfileFrom::Trained,
+            profile: ProfileFrom::Trained,
             mix: mix.map(str::to_string),
             compiles: None,
             shared: false,

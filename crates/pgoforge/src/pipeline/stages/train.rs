@@ -80,10 +80,9 @@ impl Stage for TrainStage<'_> {
         // find it); cs-pgo-gen's and pgo-gen+native's are named by their build.
         match self.mix_name {
             Some(m) => StageId::TrainOn(m.to_string()),
-            None => StageId::Train(
-                (self.base.is_some() || self.gen.variant != "pgo-gen")
-                    .then(|| self.gen.variant.clone()),
-            ),
+            None => {
+                StageId::Train((self.gen.variant != "pgo-gen").then(|| self.gen.variant.clone()))
+            }
         }
     }
 
