@@ -519,6 +519,10 @@ impl RunDirArgs {
             work.join("runs")
                 .join(format!("{prefix}-{}", pgoforge::infra::time::now_secs()))
         });
+        // Absolute, because the servers' my.cnf names paths inside it and mysqld resolves a
+        // relative one against its datadir, not against our working directory.
+        let dir =
+            std::path::absolute(&dir).with_context(|| format!("the run dir {}", dir.display()))?;
         if self.resume && !dir.is_dir() {
             pgoforge::usage!(
                 "--resume: {} does not exist, so there is nothing to continue; give the --run \
@@ -541,9 +545,12 @@ pub fn contender(s: &str) -> Result<Contender, String> {
     if p.is_empty() {
         return Err(format!("'{s}' names no binary: give NAME=PATH to a server"));
     }
+    // Absolute for the same reason as the run dir: the server's message directory is found next
+    // to the binary and written into a my.cnf that mysqld reads from its datadir.
+    let binary = std::path::absolute(p).map_err(|e| format!("'{p}': {e}"))?;
     Ok(Contender {
         name: n.into(),
-        binary: PathBuf::from(p),
+        binary,
         buffer_pool_mb: None,
     })
 }

@@ -28,9 +28,15 @@ fn ran(out: Output, t0: Instant) -> Ran {
 }
 
 pub fn pgoforge(args: &[&str]) -> Ran {
+    pgoforge_in(Path::new("."), args)
+}
+
+/// `pgoforge` started in `dir`: what a user's relative paths are relative to.
+pub fn pgoforge_in(dir: &Path, args: &[&str]) -> Ran {
     let t0 = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_pgoforge"))
         .args(args)
+        .current_dir(dir)
         .output()
         .expect("running pgoforge");
     ran(out, t0)

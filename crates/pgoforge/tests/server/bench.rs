@@ -4,7 +4,7 @@
 use crate::common;
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use oltp::settings::TestName;
 use pgoforge::bench::order::OrderScheme;
@@ -404,6 +404,45 @@ fn a_resumed_cli_benchmark_keeps_its_seed_and_design() {
         .unwrap()
         .iter()
         .all(|r| r.slice.is_none()));
+}
+
+/// Relative paths, as a user types them: the run dir and the servers' binaries are written into
+/// each server's my.cnf, and the server resolves a relative path there against its datadir, so
+/// they must reach it absolute (a relative --run once failed every server's start).
+#[test]
+fn a_benchmark_given_relative_paths_runs_where_it_was_started() {
+    let t = tempfile::tempdir().unwrap();
+    let rel_binary = std::iter::repeat_n("..", t.path().components().count() - 1)
+        .collect::<std::path::PathBuf>()
+        .join(testsupport::MARIADBD.trim_start_matches('/'));
+    assert!(
+        t.path().join(&rel_binary).is_file(),
+        "{}",
+        rel_binary.display()
+    );
+    let mut a = common::tiny_bench(Path::new("w"), Path::new("r"), "oltp_point_select");
+    for x in a.iter_mut() {
+        if x.starts_with("--baseline=") || x.starts_with("--binary=") {
+            let (k, _) = x.split_once('=').unwrap();
+            let name = if k == "--baseline" { "a" } else { "b" };
+            *x = format!("{k}={name}={}", rel_binary.display());
+        }
+    }
+    a.push("--allow-busy".into());
+    let r = common::pgoforge_in(t.path(), &a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let run = t.path().join("r");
+    let recs = read_records(&run).unwrap();
+    for name in ["a", "b"] {
+        assert!(recs.iter().any(|r| r.contender == name), "{name} measured");
+    }
+    // The plan keeps each binary as the servers were started from: absolute.
+    let plan: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(run.join("plan.json")).unwrap()).unwrap();
+    for c in plan["contenders"].as_array().unwrap() {
+        let b = c["binary"].as_str().unwrap();
+        assert!(b.starts_with('/'), "{b}");
+    }
 }
 
 /// A benchmark on a busy machine (one spinning process per CPU) waits, then refuses with the
