@@ -23,3 +23,4 @@ pub mod run;
 pub mod run_dir;
 pub mod spec;
 pub mod stats;
+pub mod steal;

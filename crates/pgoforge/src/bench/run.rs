@@ -224,7 +224,8 @@ pub fn benchmark(
                         noise_checked = true;
                         // After the record is written: the same command resumes from here.
                         if let Some(cv) = super::report::per_second_cv(&rec.result) {
-                            check_host_noise(cv, guard, false, log)?;
+                            let steal = rec.load.as_ref().map(|l| l.steal_share);
+                            check_host_noise(cv, steal, guard, false, log)?;
                         }
                     }
                 }
@@ -279,8 +280,6 @@ fn check_contenders(plan: &BenchPlan) -> Result<()> {
     Ok(())
 }
 
-/// One measured run of workload `w` at `t` client threads against a started server, after its
-/// warm-up, with the machine's load while it ran.
 /// Per-second throughput varying more than this within an OLTP run (coefficient of variation)
 /// marks a host too noisy to benchmark on: the committed runs measured about 3 % on a quiet VM
 /// and 14 % on a noisy one of the same CPU model (docs/bench/trust.md).
@@ -289,7 +288,14 @@ pub const NOISY_CV: f64 = 0.08;
 /// Stops the benchmark (exit status 5) when the run's per-second throughput is too erratic,
 /// unless `--allow-noisy`; says so either way. `sliced`: measured on the slices of the sliced
 /// design, which is this host's remedy already — a noisy host is then said, never refused.
-fn check_host_noise(cv: f64, guard: Guard, sliced: bool, log: &dyn Fn(&str)) -> Result<()> {
+/// `steal`: the share of CPU time the hypervisor took meanwhile, which names the likely cause.
+fn check_host_noise(
+    cv: f64,
+    steal: Option<f64>,
+    guard: Guard,
+    sliced: bool,
+    log: &dyn Fn(&str),
+) -> Result<()> {
     let which = if sliced {
         "the first cell's slices"
     } else {
@@ -302,9 +308,16 @@ fn check_host_noise(cv: f64, guard: Guard, sliced: bool, log: &dyn Fn(&str)) -> 
         ));
         return Ok(());
     }
+    let cause = match steal {
+        Some(s) if s >= super::steal::NOTABLE => format!(
+            "; the hypervisor took {:.1}% of the CPU meanwhile (steal: the host's other VMs or work)",
+            s * 100.0
+        ),
+        _ => String::new(),
+    };
     let what = format!(
         "this host is noisy: per-second throughput varied {:.1}% within {which} (more \
-         than {:.0}%; a quiet host shows about 3%)",
+         than {:.0}%; a quiet host shows about 3%){cause}",
         cv * 100.0,
         NOISY_CV * 100.0
     );
@@ -486,7 +499,12 @@ fn sliced_round(
             let cvs = super::report::run_cvs(&recs);
             if !cvs.is_empty() {
                 *noise_checked = true;
-                check_host_noise(super::stats::median(&cvs), guard, true, log)?;
+                let steals: Vec<f64> = recs
+                    .iter()
+                    .filter_map(|r| r.load.as_ref().map(|l| l.steal_share))
+                    .collect();
+                let steal = (!steals.is_empty()).then(|| super::stats::mean(&steals));
+                check_host_noise(super::stats::median(&cvs), steal, guard, true, log)?;
             }
         }
         log(&format!(
@@ -503,6 +521,8 @@ fn sliced_round(
     Ok(written)
 }
 
+/// One measured run of workload `w` at `t` client threads against a started server, after its
+/// warm-up, with the machine's load while it ran.
 fn measure(
     plan: &BenchPlan,
     c: &Contender,

@@ -196,8 +196,8 @@ pub fn document(r: &Report) -> Vec<Block> {
             .collect::<String>()
         )));
     }
-    if let Some(cv) = r.per_second_cv {
-        d.push(Block::Paragraph(super::host_noise_sentence(cv)));
+    for line in super::host_sentences(r) {
+        d.push(Block::Paragraph(line));
     }
     if let Some(n) = &r.own_noise {
         d.push(Block::Paragraph(n.sentence()));

@@ -47,9 +47,21 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
 }
 
+/// What the report says of the host: its per-second noise, then the CPU steal behind it (or its
+/// absence on a noisy host).
+pub(crate) fn host_sentences(r: &Report) -> Vec<String> {
+    let Some(cv) = r.per_second_cv else {
+        return Vec::new();
+    };
+    let noisy = cv > crate::bench::run::NOISY_CV;
+    std::iter::once(host_noise_sentence(cv))
+        .chain(crate::bench::steal::Steal::of(&r.load_trace).and_then(|s| s.sentence(noisy)))
+        .collect()
+}
+
 /// The host's per-second noise in words, flagged when it is above what benchmarking tolerates
 /// ([`crate::bench::run::NOISY_CV`]).
-pub(crate) fn host_noise_sentence(cv: f64) -> String {
+fn host_noise_sentence(cv: f64) -> String {
     let noisy = cv > crate::bench::run::NOISY_CV;
     format!(
         "Host noise: per-second throughput varied {:.1}% within runs (median over the OLTP runs; \

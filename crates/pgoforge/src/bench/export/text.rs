@@ -52,8 +52,8 @@ pub fn text(r: &Report) -> String {
             markdown::table(&t).trim_end()
         );
     }
-    if let Some(cv) = r.per_second_cv {
-        let _ = writeln!(o, "{}", super::host_noise_sentence(cv));
+    for line in super::host_sentences(r) {
+        let _ = writeln!(o, "{line}");
     }
     if let Some(n) = &r.own_noise {
         let _ = writeln!(o, "{}", n.sentence());

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Does the hypervisor's CPU steal explain a benchmark's noise? One line per run and workload.
+
+Usage: steal-and-noise.py RUN_DIR [RUN_DIR ...]
+
+Each RUN_DIR holds a run's results.jsonl (a committed result under docs/results/ or docs/bench/).
+Every measured run (or slice, in the sliced design) records the share of the machine's CPU time
+the hypervisor stole while it ran (load.steal_share, from /proc/stat). Printed per run: the mean
+steal over its measured runs and the share of them that lost 10 % or more; per workload:
+  - per-second CV: the median coefficient of variation of the 1-second TPS inside a contender's
+    run or a round's slices (as noise-by-host.py);
+  - r(slice): the correlation, over every run or slice, between its steal and its log TPS less
+    the mean log TPS of the same contender in the same round and workload — does a run that lost
+    more CPU to the hypervisor measure less than its neighbours?;
+  - R2: the share of that within-cell variance a straight line in steal explains;
+  - r(round): over rounds and contender pairs (each against the run's baseline), the correlation
+    between the per-round log ratio and the pair's difference in mean steal — does steal that
+    falls unevenly on a pair explain the scatter the paired comparison has to beat?
+docs/bench/steal/ holds its output over every committed run.
+"""
+
+import json
+import math
+import os
+import statistics as st
+import sys
+from collections import defaultdict
+
+
+def corr(xs, ys):
+    if len(xs) < 3 or st.pstdev(xs) == 0 or st.pstdev(ys) == 0:
+        return None
+    mx, my = st.mean(xs), st.mean(ys)
+    cov = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / len(xs)
+    return cov / (st.pstdev(xs) * st.pstdev(ys))
+
+
+def fmt(r):
+    return "   —  " if r is None else f"{r:+.2f} "
+
+
+def cv(xs):
+    xs = [x for x in xs if x > 0]
+    if len(xs) < 3:
+        return None
+    return st.pstdev(xs) / st.mean(xs)
+
+
+def analyse(run_dir):
+    recs = [json.loads(line) for line in open(os.path.join(run_dir, "results.jsonl")) if line.strip()]
+    recs = [
+        r
+        for r in recs
+        if r.get("result", {}).get("complete", True)
+        and r.get("load")
+        and r["result"].get("total_time_s", 0) > 0
+        and r["result"].get("transactions", 0) > 0
+    ]
+    if not recs:
+        print(f"{run_dir}\n  no run recorded its load")
+        return
+    steal = [r["load"]["steal_share"] for r in recs]
+    high = sum(s >= 0.10 for s in steal) / len(steal)
+    print(
+        f"{run_dir}\n  steal: mean {st.mean(steal) * 100:.1f} % over {len(steal)} measured runs, "
+        f"{high * 100:.0f} % of them 10 % or more, the worst {max(steal) * 100:.0f} %"
+    )
+    cells = defaultdict(lambda: defaultdict(list))  # (workload, threads) -> (round, contender) -> recs
+    for r in recs:
+        cells[(r["workload"], r["threads"])][(r["round"], r["contender"])].append(r)
+    contenders = sorted({r["contender"] for r in recs})
+    base = next((c for c in ("baseline", "gcc-baseline", "a") if c in contenders), contenders[0])
+    for (w, t), by in sorted(cells.items()):
+        dev, st_of, per_second = [], [], []
+        mean_steal, log_tps = {}, {}
+        for (rnd, c), rs in by.items():
+            logs = [math.log(r["result"]["transactions"] / r["result"]["total_time_s"]) for r in rs]
+            m = st.mean(logs)
+            for r, lg in zip(rs, logs):
+                dev.append(lg - m)
+                st_of.append(r["load"]["steal_share"])
+            trx = sum(r["result"]["transactions"] for r in rs)
+            secs = sum(r["result"]["total_time_s"] for r in rs)
+            log_tps[(rnd, c)] = math.log(trx / secs)
+            mean_steal[(rnd, c)] = st.mean(r["load"]["steal_share"] for r in rs)
+            seconds = []
+            for r in rs:
+                iv = r["result"].get("intervals") or []
+                seconds += [i["tps"] for i in (iv[1:] if len(iv) > 2 else iv)]
+            per_second.append(cv(seconds))
+        r_slice = corr(st_of, dev)  # None in the plain design: one run per cell, no spread
+        ratios, dsteal = [], []
+        for (rnd, c) in log_tps:
+            if c == base or (rnd, base) not in log_tps:
+                continue
+            ratios.append(log_tps[(rnd, c)] - log_tps[(rnd, base)])
+            dsteal.append(mean_steal[(rnd, c)] - mean_steal[(rnd, base)])
+        # Each pair's own mean ratio removed: what is left is the scatter around it.
+        by_pair = defaultdict(list)
+        for (rnd, c) in log_tps:
+            if c != base and (rnd, base) in log_tps:
+                by_pair[c].append(log_tps[(rnd, c)] - log_tps[(rnd, base)])
+        centred, i = [], 0
+        for (rnd, c) in log_tps:
+            if c != base and (rnd, base) in log_tps:
+                centred.append(ratios[i] - st.mean(by_pair[c]))
+                i += 1
+        r_round = corr(dsteal, centred)
+        ps = [x for x in per_second if x is not None]
+        print(
+            f"  {w:<22} {t:>2}t  per-second CV {st.median(ps) * 100 if ps else float('nan'):5.1f} %  "
+            f"r(slice) {fmt(r_slice)} R2 {(r_slice or 0) ** 2:4.2f}  "
+            f"r(round) {fmt(r_round)} ({len(ratios)} pair-rounds against {base})"
+        )
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    for d in sys.argv[1:]:
+        analyse(d)
+
+
+if __name__ == "__main__":
+    main()
