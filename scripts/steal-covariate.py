@@ -9,12 +9,12 @@ For each workload of a sliced run (results.jsonl with load.steal_share per slice
     estimated without any comparison between contenders;
   - per contender against the baseline, over rounds: the per-round log ratio (mean of the
     slices' log TPS, contender less baseline) and the pair's steal difference in that round.
-    Printed: the ratios' sd as they are ("sd"), their sd after subtracting b times the steal
-    difference less its mean over rounds ("adjusted": a centred covariate, which leaves the
-    estimate where it is), the estimate, and what the uncentred adjustment would have moved it
-    to ("naive") with the mean steal difference — a contender whose servers see systematically
-    less steal (a faster server idles and runs differently) would be credited or charged for it,
-    which is why only the centred form could be used.
+    Printed: the ratios' sd as they are ("sd") and after subtracting b times the steal
+    difference ("adjusted"; the same whether the difference is centred on its mean or not), the
+    estimate as it is, and the estimate after the uncentred subtraction ("naive") with the mean
+    steal difference — a contender whose servers see less steal on average loses that part of its
+    advantage in the naive form, and the centred form keeps the estimate but its interval would
+    not cover (docs/bench/steal/README.md).
 docs/bench/steal/ holds its output over every committed sliced run.
 """
 
