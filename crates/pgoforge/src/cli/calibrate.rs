@@ -180,6 +180,10 @@ pub fn main(a: CalibrateArgs) -> Result<i32> {
         per_run
     );
     print!("{md}");
+    // What made the floor what it is: the host's per-second noise and the CPU it lost to steal.
+    for line in export::host_sentences(&r) {
+        println!("{line}");
+    }
     println!(
         "\"detectable\": the smallest true change found with 80% power at 95% (a default run: 8 \
          rounds, 6 comparisons under Holm). Saved as {}; later benchmarks in this work dir flag \

@@ -49,7 +49,7 @@ pub struct Table {
 
 /// What the report says of the host: its per-second noise, then the CPU steal behind it (or its
 /// absence on a noisy host).
-pub(crate) fn host_sentences(r: &Report) -> Vec<String> {
+pub fn host_sentences(r: &Report) -> Vec<String> {
     let Some(cv) = r.per_second_cv else {
         return Vec::new();
     };
