@@ -105,7 +105,7 @@ impl Environment {
                         b.recipe,
                         b.variant,
                         b.compiler.version,
-                        b.flags.cflags.join(" "),
+                        b.flags.compile_flags().join(" "),
                         b.flags.ldflags.join(" "),
                         &b.source_hash[..12.min(b.source_hash.len())]
                     ),

@@ -8,6 +8,7 @@
 
 pub mod cluster;
 pub mod host;
+pub mod opt_level;
 pub mod pch;
 pub mod variant;
 
@@ -315,6 +316,9 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
     .own_process_group()
     .run()
     .map_err(|e| with_log_tail(e, &log_path, 25))?;
+    opt_level::confirm(&build_dir, &flags.opt, &|m| {
+        let _ = append_line(&log_path, &format!("pgoforge: {m}"));
+    })?;
     let mut make = Command::new("cmake");
     make.arg("--build")
         .arg(&build_dir)
@@ -428,7 +432,14 @@ fn configure_command(
     flags: &FlagSet,
     remote: Option<&cluster::Cluster>,
 ) -> Command {
-    let cflags = flags.cflags.join(" ");
+    let (opt_cflags, opt_defs) = opt_level::place(&req.recipe.build.cmake_args, &flags.opt);
+    let cflags = flags
+        .cflags
+        .iter()
+        .chain(&opt_cflags)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" ");
     let ldflags = flags.ldflags.join(" ");
     let mut c = Command::new("cmake");
     c.arg("-S")
@@ -448,7 +459,8 @@ fn configure_command(
         .arg(format!("-DCMAKE_SHARED_LINKER_FLAGS={ldflags}"))
         .arg(format!("-DCMAKE_MODULE_LINKER_FLAGS={ldflags}"))
         .args(&req.recipe.build.cmake_args)
-        .args(&flags.cmake_defs);
+        .args(&flags.cmake_defs)
+        .args(&opt_defs);
     let launcher = match remote {
         Some(cl) => Some(cl.sccache.clone()),
         None if !req.variant.instrumented() => crate::infra::tools::which("ccache"),

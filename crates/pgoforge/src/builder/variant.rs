@@ -141,6 +141,19 @@ pub struct FlagSet {
     pub ldflags: Vec<String>,
     /// Extra -D arguments (MySQL-style PGO switches, the version suffix).
     pub cmake_defs: Vec<String>,
+    /// Compile flags that must come after the build type's own: the variant's optimization
+    /// level. CMake puts `CMAKE_<LANG>_FLAGS_<TYPE>` (RelWithDebInfo: `-O2 -g -DNDEBUG`) after
+    /// `CMAKE_<LANG>_FLAGS`, and the last `-O` wins, so a `-O3` among the cflags was silently
+    /// compiled at -O2 (builder::opt_level places these).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub opt: Vec<String>,
+}
+
+impl FlagSet {
+    /// Every compile flag the variant adds, in the order they take effect.
+    pub fn compile_flags(&self) -> Vec<String> {
+        self.cflags.iter().chain(&self.opt).cloned().collect()
+    }
 }
 
 pub struct FlagInputs<'a> {
@@ -163,7 +176,7 @@ pub fn flags(i: &FlagInputs) -> FlagSet {
     let gcc = i.compiler.family == FlagFamily::Gcc;
     let s = |v: &str| v.to_string();
     if i.variant.native {
-        f.cflags.extend([s("-O3"), s("-march=native")]);
+        f.opt.extend([s("-O3"), s("-march=native")]);
     }
     match i.variant.phase {
         PgoPhase::Baseline => {}
@@ -418,9 +431,7 @@ mod tests {
         assert!(u.cmake_defs.contains(&"-DWITH_LTO=OFF".into()));
         assert!(!u.cflags.iter().any(|f| f.starts_with("-flto")));
         let l = mk("pgo+lto+native");
-        assert!(
-            l.cflags.contains(&"-flto=auto".into()) && l.cflags.contains(&"-march=native".into())
-        );
+        assert!(l.cflags.contains(&"-flto=auto".into()) && l.opt.contains(&"-march=native".into()));
         // The baseline and the instrumented build keep the keys they always had.
         assert!(mk("baseline") == FlagSet::default());
         assert!(!g.cmake_defs.contains(&"-DWITH_LTO=OFF".into()));

@@ -177,7 +177,7 @@ pub fn package_contender(
         source: outcome.source.origin.clone(),
         source_hash: outcome.source.hash.clone(),
         compiler: build.compiler.version.clone(),
-        cflags: build.flags.cflags.clone(),
+        cflags: build.flags.compile_flags(),
         ldflags: build.flags.ldflags.clone(),
         cmake_defs: build.flags.cmake_defs.clone(),
         profiles,

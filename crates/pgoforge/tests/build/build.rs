@@ -89,6 +89,25 @@ fn gcda_files(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The optimization levels GCC compiled a binary's units at: the last `-O` of each DWARF producer
+/// string (which records the options in order: `-O3 -O2` for a -O3 that -O2 overrode, or only
+/// the effective one).
+fn opt_levels(binary: &Path) -> Vec<String> {
+    let out = std::process::Command::new("readelf")
+        .arg("--debug-dump=info")
+        .arg(binary)
+        .output()
+        .expect("readelf");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let levels: std::collections::BTreeSet<String> = text
+        .lines()
+        .filter(|l| l.contains("DW_AT_producer") && l.contains("GNU C"))
+        .filter_map(|l| l.split_whitespace().rfind(|w| w.starts_with("-O")))
+        .map(str::to_string)
+        .collect();
+    levels.into_iter().collect()
+}
+
 #[test]
 fn gcc_every_variant_pgo_cycle_and_cache() {
     let c = ctx();
@@ -160,6 +179,12 @@ fn gcc_every_variant_pgo_cycle_and_cache() {
     );
     assert_eq!(own.missing_profile_warnings, 0, "see {}", own.log.display());
     assert_eq!(run(&own.binary, &["all", "20000"], &[]), expected);
+    // The level each unit was really compiled at, as GCC records it in the debug info: the
+    // build type's -O2 must not override +native's -O3 (it did until 2026-12-03).
+    assert_eq!(opt_levels(&base.binary), ["-O2"], "the baseline");
+    for b in [&shared, &gen_native, &own] {
+        assert_eq!(opt_levels(&b.binary), ["-O3"], "{}", b.binary.display());
+    }
 
     // A profile that lacks units is reported, never hidden.
     let partial = c.work.path().join("partial");
