@@ -89,22 +89,17 @@ def analyse(run_dir):
                 seconds += [i["tps"] for i in (iv[1:] if len(iv) > 2 else iv)]
             per_second.append(cv(seconds))
         r_slice = corr(st_of, dev)  # None in the plain design: one run per cell, no spread
-        ratios, dsteal = [], []
-        for (rnd, c) in log_tps:
-            if c == base or (rnd, base) not in log_tps:
-                continue
-            ratios.append(log_tps[(rnd, c)] - log_tps[(rnd, base)])
-            dsteal.append(mean_steal[(rnd, c)] - mean_steal[(rnd, base)])
+        # (contender, log ratio, steal difference) per round against the baseline.
+        pairs = [
+            (c, log_tps[(rnd, c)] - log_tps[(rnd, base)], mean_steal[(rnd, c)] - mean_steal[(rnd, base)])
+            for (rnd, c) in log_tps
+            if c != base and (rnd, base) in log_tps
+        ]
         # Each pair's own mean ratio removed: what is left is the scatter around it.
-        by_pair = defaultdict(list)
-        for (rnd, c) in log_tps:
-            if c != base and (rnd, base) in log_tps:
-                by_pair[c].append(log_tps[(rnd, c)] - log_tps[(rnd, base)])
-        centred, i = [], 0
-        for (rnd, c) in log_tps:
-            if c != base and (rnd, base) in log_tps:
-                centred.append(ratios[i] - st.mean(by_pair[c]))
-                i += 1
+        pair_mean = {c: st.mean(y for cc, y, _ in pairs if cc == c) for c, _, _ in pairs}
+        ratios = [y for _, y, _ in pairs]
+        dsteal = [ds for _, _, ds in pairs]
+        centred = [y - pair_mean[c] for c, y, _ in pairs]
         r_round = corr(dsteal, centred)
         ps = [x for x in per_second if x is not None]
         print(
