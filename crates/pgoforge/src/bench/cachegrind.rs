@@ -9,6 +9,9 @@
 //! start-up, dataset warm-up and shutdown cancel out, and so does the server's timer-driven
 //! background work (which grows with wall time, and under valgrind wall time is long). The cache
 //! geometry is fixed (not the host's), so figures compare across machines.
+//!
+//! The replay workload (the user's own statements) is measured the same way; its event is one
+//! statement, and by default the measured events are whole passes over the file ([`replay_events`]).
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
@@ -38,6 +41,25 @@ pub struct CgPlan {
     pub tables: u32,
     pub table_size: u64,
     pub config: ServerConfig,
+    /// The replay workload's file and data, when `workloads` holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<template::Replay>,
+}
+
+/// The OLTP tables (count, rows) a run's cachegrind measurement loads for the benchmark `spec`:
+/// one table of 10 000 rows, which keeps servers under valgrind quick to warm — except that a
+/// replay without data of its own runs against the OLTP tables, and must find the tables it found
+/// in the timed run.
+pub fn oltp_tables_for(spec: &super::spec::BenchSpec) -> (u32, u64) {
+    let replay_on_oltp_tables = spec.workloads.contains(&TestName::Replay)
+        && spec
+            .replay
+            .as_ref()
+            .is_some_and(|r| r.options.dataset.is_none() && r.options.datadir.is_none());
+    match replay_on_oltp_tables {
+        true => (spec.tables, spec.table_size),
+        false => (1, 10_000),
+    }
 }
 
 /// A new measurement directory gets the plan; an existing one must hold the same plan and is
@@ -76,12 +98,12 @@ fn measure_one(
     dir: &Path,
     log: &dyn Fn(&str),
 ) -> Result<CgRecord> {
-    let mut s = template::run_settings(w, plan.tables, plan.table_size, None);
+    let mut s = template::run_settings(w, plan.tables, plan.table_size, plan.replay.as_ref());
     s.threads = 1;
     s.time_s = 0;
     s.rand.seed = 7;
     let events = match plan.events {
-        0 => auto_events(w),
+        0 => auto_events_of(w, &s)?,
         n => n,
     };
     let inst = dir.join("instances").join(format!("{}-{w}", c.name));
@@ -89,7 +111,7 @@ fn measure_one(
         "cachegrind: {} {w}: warm-up + {events} events",
         c.name
     ));
-    let (long, took) = run_once(
+    let (long, took, failed) = run_once(
         tpl,
         spec,
         &inst,
@@ -104,7 +126,7 @@ fn measure_one(
         c.name,
         took.as_secs_f64()
     ));
-    let (short, _) = run_once(tpl, spec, &inst, &s, plan.warmup_events, 0, took)
+    let (short, _, _) = run_once(tpl, spec, &inst, &s, plan.warmup_events, 0, took)
         .with_context(|| format!("{} {w} under cachegrind", c.name))?;
     let _ = fs::remove_dir_all(&inst);
     let rec = CgRecord {
@@ -114,13 +136,45 @@ fn measure_one(
         per_txn: per_txn(&short, &long, events),
         short,
         long,
+        failed_statements: failed,
     };
+    if let Some(n) = failed.filter(|n| *n > 0) {
+        // Counted, not fatal (a logged application's statements fail too), but the figures then
+        // include the error paths, which the user should know.
+        log(&format!(
+            "cachegrind: {} {w}: {n} of {events} measured statements failed",
+            c.name
+        ));
+    }
     log(&format!(
         "cachegrind: {} {w}: {:.0} instructions, {:.0} I1 misses, {:.0} mispredicts per transaction",
         c.name, rec.per_txn.instructions, rec.per_txn.i1_misses, rec.per_txn.mispredicts
     ));
     Ok(rec)
 }
+
+/// [`auto_events`], and for a replay (`s` holding its file) [`replay_events`].
+fn auto_events_of(w: TestName, s: &Settings) -> Result<u64> {
+    if w != TestName::Replay {
+        return Ok(auto_events(w));
+    }
+    let file = oltp::replay::load(s).map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(replay_events(file.statements() as u64))
+}
+
+/// Statements measured of a replay file of `n`: whole passes over the file (so that every
+/// statement weighs as often as it was logged), as many as make at least [`REPLAY_MIN_EVENTS`]
+/// statements — the noise of a server's start-up and background work (about a million
+/// instructions) would swamp a short file's few statements — and a file longer than that once.
+pub fn replay_events(n: u64) -> u64 {
+    match n {
+        0 => REPLAY_MIN_EVENTS,
+        n => n * REPLAY_MIN_EVENTS.div_ceil(n),
+    }
+}
+
+/// As many statements as the point-select cells measure.
+pub const REPLAY_MIN_EVENTS: u64 = 10_000;
 
 /// Measured transactions enough to make the run-to-run noise of a server's start-up and
 /// background work (about a million instructions here) a fraction of a percent: ~400 M
@@ -172,6 +226,9 @@ pub struct CgRecord {
     pub short: Counts,
     pub long: Counts,
     pub per_txn: PerTxn,
+    /// A replay's statements that failed in the measured run (absent for the other workloads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_statements: Option<u64>,
 }
 
 /// Reads the `events:` and `summary:` lines of a cachegrind output file.
@@ -448,7 +505,7 @@ fn run_once(
     warmup: u64,
     measured: u64,
     idle: Duration,
-) -> Result<(Counts, Duration)> {
+) -> Result<(Counts, Duration, Option<u64>)> {
     let _ = fs::remove_dir_all(inst);
     fs::create_dir_all(inst)?;
     let out_file = inst.join("cachegrind.out");
@@ -470,9 +527,11 @@ fn run_once(
         oltp::run(&s, &mut oltp::Quiet).map_err(|e| anyhow::anyhow!("{e}"))?;
     }
     let t0 = Instant::now();
+    let mut failed = None;
     if measured > 0 {
         s.events = measured;
-        oltp::run(&s, &mut oltp::Quiet).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let r = oltp::run(&s, &mut oltp::Quiet).map_err(|e| anyhow::anyhow!("{e}"))?;
+        failed = r.replay.map(|c| c.errors_by_code.values().sum());
     }
     std::thread::sleep(idle);
     let took = t0.elapsed();
@@ -483,7 +542,7 @@ fn run_once(
             out_file.display()
         )
     })?;
-    Ok((parse_counts(&text)?, took))
+    Ok((parse_counts(&text)?, took, failed))
 }
 
 pub fn plan_path(dir: &Path) -> PathBuf {
@@ -507,7 +566,12 @@ pub fn measure(
         .create(true)
         .append(true)
         .open(records_path(dir))?;
-    let data = template::datasets(&plan.workloads, plan.tables, plan.table_size, None);
+    let data = template::datasets(
+        &plan.workloads,
+        plan.tables,
+        plan.table_size,
+        plan.replay.as_ref(),
+    );
     let base = ServerSpec {
         config: plan.config.clone(),
         // Under valgrind a server starts and stops many times slower.
@@ -632,6 +696,42 @@ mod tests {
             unrunnable("==1== Memcheck, a memory error detector\n"),
             None
         );
+    }
+
+    #[test]
+    fn a_replay_without_data_of_its_own_is_measured_on_the_benchmarks_tables() {
+        use crate::bench::spec::BenchSpec;
+        let mut spec = BenchSpec::standard();
+        assert_eq!(oltp_tables_for(&spec), (1, 10_000));
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("w.sql");
+        fs::write(&file, "SELECT c FROM sbtest3 WHERE id = 5;\n").unwrap();
+        let replay = |dataset: Option<PathBuf>| {
+            template::Replay::new(oltp::replay::ReplayOptions {
+                file: file.clone(),
+                dataset,
+                ..Default::default()
+            })
+            .unwrap()
+        };
+        spec.workloads.push(TestName::Replay);
+        spec.replay = Some(replay(None));
+        assert_eq!(oltp_tables_for(&spec), (4, 100_000));
+        // With its own dump the statements need nothing of the OLTP tables.
+        let dump = dir.path().join("d.sql");
+        fs::write(&dump, "CREATE TABLE t (id INT PRIMARY KEY);\n").unwrap();
+        spec.replay = Some(replay(Some(dump)));
+        assert_eq!(oltp_tables_for(&spec), (1, 10_000));
+    }
+
+    #[test]
+    fn a_replay_is_measured_in_whole_passes_of_at_least_ten_thousand_statements() {
+        assert_eq!(replay_events(4), 10_000);
+        assert_eq!(replay_events(3), 10_002);
+        assert_eq!(replay_events(7_000), 14_000);
+        assert_eq!(replay_events(10_000), 10_000);
+        assert_eq!(replay_events(25_001), 25_001);
+        assert_eq!(replay_events(0), REPLAY_MIN_EVENTS);
     }
 
     #[test]

@@ -50,7 +50,7 @@ pub struct BenchArgs {
     #[arg(long, value_enum, default_value_t = Measure::Time)]
     measure: Measure,
     /// Measured transactions per workload with --measure cachegrind (0: 10000 point selects, 1000
-    /// of the other workloads).
+    /// of the other workloads; a replay: whole passes over its file, at least 10000 statements).
     #[arg(long, default_value_t = 0)]
     events: u64,
     /// Transactions before measuring with --measure cachegrind.
@@ -113,6 +113,7 @@ pub fn main(a: BenchArgs) -> Result<i32> {
             tables: spec.tables,
             table_size: spec.table_size,
             config: a.server.config(),
+            replay: spec.replay.clone(),
         };
         let recs = cachegrind::measure(
             &plan,

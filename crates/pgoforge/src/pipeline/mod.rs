@@ -290,6 +290,7 @@ fn training(plan: &RunPlan, contenders: &[RunContender]) -> Vec<crate::bench::pl
 }
 
 fn cachegrind_stage(plan: &RunPlan, bench: &BenchPlan, run_dir: &Path) -> CachegrindStage {
+    let (tables, table_size) = crate::bench::cachegrind::oltp_tables_for(&bench.spec);
     CachegrindStage {
         plan: CgPlan {
             // The control's counts are the baseline's: deterministic, nothing to learn.
@@ -299,19 +300,13 @@ fn cachegrind_stage(plan: &RunPlan, bench: &BenchPlan, run_dir: &Path) -> Cacheg
                 .filter(|c| !bench.is_control(&c.name))
                 .cloned()
                 .collect(),
-            // Not a replay: cachegrind's small dataset is the OLTP tables' alone.
-            workloads: bench
-                .spec
-                .workloads
-                .iter()
-                .filter(|w| **w != oltp::settings::TestName::Replay)
-                .copied()
-                .collect(),
+            workloads: bench.spec.workloads.clone(),
             events: 0,
             warmup_events: 100,
-            tables: 1,
-            table_size: 10_000,
+            tables,
+            table_size,
             config: plan.cachegrind_server(),
+            replay: bench.spec.replay.clone(),
         },
         label: bench.label.clone(),
         run_dir: run_dir.to_path_buf(),

@@ -294,6 +294,7 @@ fn cachegrind_counts_repeat_for_one_binary_under_two_names() {
             redo_log_mb: 32,
             ..ServerConfig::default()
         },
+        replay: None,
     };
     let recs = cachegrind::measure(&plan, work.path(), &dir, false, &|_| {}).unwrap();
     // The one valgrind cannot run is named with the reason, the others measured.

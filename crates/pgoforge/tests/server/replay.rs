@@ -442,3 +442,80 @@ fn a_replay_runs_on_a_copy_of_a_datadir_that_is_never_written() {
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
 }
+
+/// The user's own statements under cachegrind: the cell runs on the template with the replay's
+/// dump, whole passes over the file are measured (every statement as often as logged), and a
+/// failing statement is counted, not hidden.
+#[test]
+fn a_replay_is_measured_under_cachegrind_in_whole_passes_over_the_file() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path();
+    let dump = dir.join("dump.sql");
+    let rows: Vec<String> = (1..=200).map(|i| format!("({i},'v{i}')")).collect();
+    fs::write(
+        &dump,
+        format!(
+            "CREATE TABLE app (id INT PRIMARY KEY, v VARCHAR(20));\nINSERT INTO app VALUES {};\n",
+            rows.join(",")
+        ),
+    )
+    .unwrap();
+    // Four statements, one of which always fails (1146: no such table).
+    let file = dir.join("workload.sql");
+    fs::write(
+        &file,
+        "SELECT v FROM app WHERE id = 5;\nSELECT COUNT(*) FROM app WHERE v LIKE 'v1%';\n\
+         UPDATE app SET v = 'changed' WHERE id = 7;\nSELECT x FROM not_there;\n",
+    )
+    .unwrap();
+    let work = dir.join("work");
+    let run = dir.join("cg");
+    let r = common::pgoforge(&[
+        "bench",
+        "--measure=cachegrind",
+        &format!("--baseline=debian={}", testsupport::MARIADBD),
+        &format!("--binary=again={}", testsupport::MARIADBD),
+        "--workloads=replay",
+        &format!("--replay-file={}", file.display()),
+        &format!("--replay-dataset={}", dump.display()),
+        "--warmup-events=10",
+        "--tables=1",
+        "--table-size=100",
+        "--buffer-pool-mb=64",
+        &format!("--work-dir={}", work.display()),
+        &format!("--run={}", run.display()),
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let recs = pgoforge::bench::cachegrind::read_records(&run).unwrap();
+    assert_eq!(recs.len(), 2, "{recs:?}");
+    // One binary under two names: the same statements cost the same, within cachegrind's noise.
+    let (a, b) = (recs[0].per_txn.instructions, recs[1].per_txn.instructions);
+    assert!((a / b - 1.0).abs() < 0.05, "{a} vs {b}");
+    let rec = &recs[0];
+    assert_eq!(rec.workload, oltp::settings::TestName::Replay);
+    assert_eq!(
+        rec.events, 10_000,
+        "2 500 passes over the file's four statements"
+    );
+    // Only the statement on the missing table fails: the dump's table is in the copy.
+    assert_eq!(rec.failed_statements, Some(2_500), "{rec:?}");
+    let p = &rec.per_txn;
+    // A statement through the parser, the optimizer and InnoDB is tens of thousands of
+    // instructions at least; the warm-up and start-up are subtracted, not counted.
+    assert!(p.instructions > 10_000.0, "{p:?}");
+    assert!(p.branches > p.mispredicts && p.mispredicts > 0.0, "{p:?}");
+    assert!(rec.long.ir > rec.short.ir, "{rec:?}");
+    assert!(
+        fs::read_dir(work.join("datasets")).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .contains("+replay")),
+        "the cell ran on a template holding the dump"
+    );
+    let md = fs::read_to_string(run.join("cachegrind.md")).unwrap();
+    assert!(md.contains("| replay |"), "{md}");
+    // The plan keeps the replay (by content), so a resumed measurement continues the same one.
+    let plan = json(&pgoforge::bench::cachegrind::plan_path(&run));
+    assert_eq!(plan["replay"]["file_sha256"].as_str().unwrap().len(), 64);
+}
