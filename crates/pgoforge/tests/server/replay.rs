@@ -3,7 +3,7 @@
 //! in the output.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::common;
 
@@ -70,6 +70,22 @@ fn replay_results(run: &Path) -> Vec<serde_json::Value> {
 
 fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A plain SQL dump of the `app` table with `rows` rows (`id`, `'v<id>'`), written to
+/// `dir/dump.sql`: the replay's own data.
+fn app_dump(dir: &Path, rows: usize) -> PathBuf {
+    let dump = dir.join("dump.sql");
+    let values: Vec<String> = (1..=rows).map(|i| format!("({i},'v{i}')")).collect();
+    fs::write(
+        &dump,
+        format!(
+            "CREATE TABLE app (id INT PRIMARY KEY, v VARCHAR(20));\nINSERT INTO app VALUES {};\n",
+            values.join(",")
+        ),
+    )
+    .unwrap();
+    dump
 }
 
 #[test]
@@ -212,16 +228,7 @@ fn recorded_logs_replay_with_exact_counts_and_no_statement_text() {
 fn a_replay_is_a_benchmark_and_a_training_workload_on_its_own_data() {
     let t = tempfile::tempdir().unwrap();
     let dir = t.path();
-    let dump = dir.join("dump.sql");
-    let rows: Vec<String> = (1..=50).map(|i| format!("({i},'v{i}')")).collect();
-    fs::write(
-        &dump,
-        format!(
-            "CREATE TABLE app (id INT PRIMARY KEY, v VARCHAR(20));\nINSERT INTO app VALUES {};\n",
-            rows.join(",")
-        ),
-    )
-    .unwrap();
+    let dump = app_dump(dir, 50);
     // Without the dump's table every statement would fail with 1146.
     let file = dir.join("workload.sql");
     fs::write(
@@ -450,16 +457,7 @@ fn a_replay_runs_on_a_copy_of_a_datadir_that_is_never_written() {
 fn a_replay_is_measured_under_cachegrind_in_whole_passes_over_the_file() {
     let t = tempfile::tempdir().unwrap();
     let dir = t.path();
-    let dump = dir.join("dump.sql");
-    let rows: Vec<String> = (1..=200).map(|i| format!("({i},'v{i}')")).collect();
-    fs::write(
-        &dump,
-        format!(
-            "CREATE TABLE app (id INT PRIMARY KEY, v VARCHAR(20));\nINSERT INTO app VALUES {};\n",
-            rows.join(",")
-        ),
-    )
-    .unwrap();
+    let dump = app_dump(dir, 200);
     // Four statements, one of which always fails (1146: no such table).
     let file = dir.join("workload.sql");
     fs::write(
