@@ -247,7 +247,17 @@ fn a_build_host_lost_mid_build_leaves_nothing_running_there_and_the_build_is_mad
         .spawn()
         .unwrap();
     let t0 = Instant::now();
-    while b.host.running("sleep").is_empty() {
+    // The fixture's own pause, by its arguments: a `sleep` of anything else in the namespace
+    // must not make the test cut the host before the build has begun (seen once under load: the
+    // host was lost while pgoforge was still checking it, and the error said so, not "stopped
+    // answering").
+    let paused = || {
+        b.host
+            .running("sleep")
+            .into_iter()
+            .any(|p| fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c == b"sleep\x00300\x00"))
+    };
+    while !paused() {
         assert!(
             t0.elapsed() < Duration::from_secs(180),
             "the build never started there"
