@@ -11,6 +11,7 @@
 //! | 4 | no variant measurably beat the baseline: the run finished, nothing was packaged |
 //! | 5 | the host was too noisy to benchmark (per-second throughput too erratic; `--allow-noisy`) |
 //! | 6 | a package failed verification (`package verify`: hashes, version, deployment files, start) |
+//! | 7 | the source could not be fetched: the mirror does not serve it (404), did not answer, or served a file whose checksum differs |
 //! | 75 | the machine was too busy to benchmark (EX_TEMPFAIL: rerun when it is quiet) |
 
 /// An exit status with a meaning (the table above).
@@ -24,6 +25,8 @@ pub enum ExitStatus {
     Noisy,
     /// `package verify` found the package damaged, altered or not starting.
     VerifyFailed,
+    /// The mirror did not serve the source (missing files, no answer, a checksum that differs).
+    SourceUnavailable,
     Busy,
 }
 
@@ -37,6 +40,7 @@ impl ExitStatus {
             ExitStatus::NoWinner => 4,
             ExitStatus::Noisy => 5,
             ExitStatus::VerifyFailed => 6,
+            ExitStatus::SourceUnavailable => 7,
             ExitStatus::Busy => 75,
         }
     }
@@ -61,6 +65,9 @@ pub enum Stop {
     /// The host's own noise (per-second throughput within a run) was too large to measure on.
     #[error("{message}")]
     Noisy { cv: f64, message: String },
+    /// The source could not be fetched (the message names the release and the file).
+    #[error("{0}")]
+    SourceUnavailable(String),
 }
 
 impl Stop {
@@ -70,6 +77,7 @@ impl Stop {
             Stop::GateStopped { .. } => ExitStatus::GateStopped,
             Stop::Busy { .. } => ExitStatus::Busy,
             Stop::Noisy { .. } => ExitStatus::Noisy,
+            Stop::SourceUnavailable(_) => ExitStatus::SourceUnavailable,
         }
     }
 }

@@ -1257,6 +1257,7 @@ mod tests {
         let rel = |v: &str, s: &str| crate::source::release::Release {
             version: v.into(),
             suite: s.into(),
+            unfetchable: None,
         };
         plain.source_release = Some(crate::source::release::ReleaseCheck {
             package: "mariadb".into(),
@@ -1264,7 +1265,9 @@ mod tests {
             server_package: "mariadb-server-core".into(),
             available: vec![rel("1:10.11.19-0+deb12u1", "bookworm-security")],
             installed: None,
+            align: None,
             unchecked: None,
+            stale: None,
         });
         let says = "this run builds mariadb 1:10.11.18-0+deb12u1, but Debian serves a newer release, 1:10.11.19-0+deb12u1 (bookworm-security)";
         assert!(crate::bench::export::text::text(&plain).contains(&format!("warning: {says}")));

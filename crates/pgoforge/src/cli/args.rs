@@ -14,6 +14,7 @@ use pgoforge::pipeline::stages::SourceStage;
 use pgoforge::profile::train::{Mix, NamedMix, Phases, DEFAULT_MIX};
 use pgoforge::recipe::{Recipe, DEFAULT};
 use pgoforge::server::ServerConfig;
+use pgoforge::source::release::{ReleaseCheck, Want};
 use pgoforge::toolchain::{Compiler, FlagFamily};
 
 #[derive(Args, Clone, Debug)]
@@ -65,9 +66,10 @@ pub struct SourceArgs {
     #[arg(long)]
     pub sha256: Option<String>,
     /// Another version of a Debian recipe's source package: a Debian version
-    /// (1:10.11.19-0+deb12u1), or `newest` — the newest release apt's lists offer in the recipe's
-    /// suite, its -security and -updates suites (resolved now, recorded in the plan, the build
-    /// keys and the package's manifest) [the recipe's pinned version].
+    /// (1:10.11.18-0+deb12u1), or `newest`. Every release considered is checked file by file
+    /// against the mirror before anything is built; a version whose source cannot be fetched is
+    /// refused with the ones that can [the newest release whose source the mirror serves, in the
+    /// recipe's suite, its -security and -updates suites].
     #[arg(
         long = "source-version",
         value_name = "VERSION|newest",
@@ -77,22 +79,30 @@ pub struct SourceArgs {
 }
 
 impl SourceArgs {
-    /// The recipe, at `--source-version` when given.
-    pub fn recipe(&self) -> Result<Recipe> {
+    /// The recipe at the release to build, and what the mirror said of its releases (None for
+    /// a source that is not a Debian package, or the user's `--source`).
+    pub fn recipe(&self) -> Result<(Recipe, Option<ReleaseCheck>)> {
         let r = Recipe::load(&self.recipe).refused()?;
-        let Some(v) = &self.source_version else {
-            return Ok(r);
+        if self.source.is_some() {
+            return Ok((r, None));
+        }
+        let want = match self.source_version.as_deref() {
+            None => Want::Default,
+            Some("newest") => Want::Newest,
+            Some(v) => {
+                // The version's form first: nothing is asked of apt for garbage.
+                r.clone().with_source_version(v).refused()?;
+                Want::Exact(v.to_string())
+            }
         };
-        let version = if v == "newest" {
-            let n = pgoforge::source::release::newest(&r.source)
-                .map_err(anyhow::Error::msg)
-                .refused()?;
-            eprintln!("--source-version newest: {} ({})", n.version, n.suite);
-            n.version
-        } else {
-            v.clone()
+        let Some(check) = pgoforge::source::release::resolve(&r.source, &want)? else {
+            return Ok((r, None));
         };
-        r.with_source_version(&version).refused()
+        if want == Want::Newest {
+            eprintln!("--source-version newest: {}", check.building);
+        }
+        let r = r.with_source_version(&check.building).refused()?;
+        Ok((r, Some(check)))
     }
 
     /// The source stage for `recipe` with these arguments.

@@ -44,6 +44,12 @@ fn release_lines(recipe: &str, c: &ReleaseCheck) -> Vec<String> {
         "Source (recipe {recipe}):\n  builds     {} {}",
         c.package, c.building
     )];
+    for r in c.available.iter().filter(|r| r.unfetchable.is_some()) {
+        v.push(format!(
+            "  listed     {} ({}): its source cannot be fetched",
+            r.version, r.suite
+        ));
+    }
     if let Some(n) = c.newest() {
         v.push(format!(
             "  newest     {} ({}){}",
@@ -52,7 +58,7 @@ fn release_lines(recipe: &str, c: &ReleaseCheck) -> Vec<String> {
             if c.newer().is_some() {
                 ""
             } else {
-                ": the one built"
+                ": the one built, the newest release whose source the mirror serves"
             }
         ));
     }
@@ -163,7 +169,8 @@ fn environment() -> Result<Env> {
 pub fn main(a: DoctorArgs) -> Result<i32> {
     let env = environment()?;
     let recipe = Recipe::load(&a.recipe).refused()?;
-    let source_release = release::check(&recipe.source);
+    // The same resolution as `run`: the release it would build, checked against the mirror.
+    let source_release = release::resolve(&recipe.source, &release::Want::Default)?;
     let cluster = pgoforge::builder::cluster::probe();
     let missing_required = env.missing_required();
     if a.json {

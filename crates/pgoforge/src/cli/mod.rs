@@ -16,6 +16,7 @@ mod recipes;
 mod report;
 mod run;
 mod server;
+mod source;
 mod train;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -39,6 +40,9 @@ struct Cli {
 enum Command {
     /// The whole pipeline: source, builds, training, BOLT, gate, benchmark, report, package.
     Run(Box<run::RunArgs>),
+    /// Fetch the recipe's source: the newest release the mirror serves (or --source-version),
+    /// checked and unpacked into the work dir.
+    Source(Box<source::SourceCmdArgs>),
     /// Build a server variant from source (baseline, lto, pgo-gen, pgo, pgo+lto; +bolt, +native).
     Build(Box<build::BuildArgs>),
     /// Build the instrumented (pgo-gen) server, train it on the OLTP mix, store the profile.
@@ -84,6 +88,7 @@ pub fn main() -> anyhow::Result<i32> {
         Command::Oltp(args) => oltp::main(*args),
         Command::Server(args) => server::main(args),
         Command::Build(args) => build::main(*args),
+        Command::Source(args) => source::main(*args),
         Command::Recipes(args) => recipes::main(args),
         Command::Doctor(args) => doctor::main(args),
         Command::Train(args) => train::main(*args),

@@ -242,7 +242,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
     }
     let reporter = super::reporter(a.json);
     let needs_bolt = variants.iter().any(|v| v.bolt_ready);
-    let recipe = a.source.recipe()?;
+    let (recipe, source_release) = a.source.recipe()?;
     if let (None, Some(c)) = (&a.compiler.compiler, &recipe.build.default_compiler) {
         // Said once, up front: the compiler decides every build key and the package's name.
         reporter.message(
@@ -289,9 +289,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
     };
     let mut plan = RunPlan::resolve(request, &Env::probe())?;
     plan.share_builds(a.build_hosts.hosts(a.bench.ssh_config.as_deref()));
-    if a.source.source.is_none() {
-        plan.source_release = pgoforge::source::release::check(&plan.request.recipe.source);
-    }
+    plan.source_release = source_release;
     if a.plan {
         println!("{}", serde_json::to_string_pretty(&plan)?);
         for w in plan.source_release.iter().flat_map(|c| c.warnings()) {

@@ -39,7 +39,10 @@ pub fn main(a: TrainArgs) -> Result<i32> {
         .and_then(|m| m.check().map(|()| m))
         .unwrap_or_else(|e| super::usage_error(e));
     let dataset_from = a.training.dataset_from()?;
-    let recipe = a.source.recipe()?;
+    let (recipe, release) = a.source.recipe()?;
+    for w in release.iter().flat_map(|c| c.warnings()) {
+        eprintln!("warning: {w}");
+    }
     let compiler = a.compiler.find(&recipe)?;
     let (work, _lock) = a.work.locked()?;
     let reporter = super::reporter(a.json);

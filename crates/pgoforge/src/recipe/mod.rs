@@ -212,10 +212,7 @@ impl Recipe {
         };
         if v != version {
             *v = version.to_string();
-            self.description = format!(
-                "{} — built at {version} (--source-version)",
-                self.description
-            );
+            self.description = format!("{} — built at {version}", self.description);
         }
         self.check()
             .with_context(|| format!("--source-version {}", version.escape_debug()))?;
@@ -360,9 +357,7 @@ mod tests {
         assert!(
             matches!(r.source, SourceSpec::Debian { ref version, .. } if version == "1:10.11.20-0+deb12u1")
         );
-        assert!(r
-            .description
-            .ends_with("built at 1:10.11.20-0+deb12u1 (--source-version)"));
+        assert!(r.description.ends_with("built at 1:10.11.20-0+deb12u1"));
         let e = d.clone().with_source_version("1.0 -o Dir=/").unwrap_err();
         assert!(
             format!("{e:#}").contains("is not a Debian version"),

@@ -1,74 +1,19 @@
-//! A Debian source package fetched with `apt-get source`, with deb-src entries for its suite
-//! added for the fetch only, and cached by its exact version (Debian revision included).
+//! A Debian source package fetched with `apt-get source` through pgoforge's private apt state
+//! (`super::apt`: the machine's own mirrors as deb-src entries; /etc/apt is never written), and
+//! cached by its exact version (Debian revision included). apt checks every file against the
+//! index, dpkg-source against the .dsc; a fault is said in pgoforge's words naming the release
+//! and the file, apt's own lines go to a log, and nothing half-fetched stays.
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
-use super::{check_tree, load_cached, run, save, settle_tree, single_top, DebianSource, Source};
+use super::apt::{Apt, Log};
+use super::probe::percent_decode;
+use super::{check_tree, load_cached, save, settle_tree, single_top, DebianSource, Source};
+use crate::infra::exit::Stop;
 use crate::infra::fs::sha256_file;
-
-const DEB_SRC_FILE: &str = "/etc/apt/sources.list.d/pgoforge-deb-src.sources";
-
-/// deb-src entries for Debian's own archive, for `suite` (nothing is installed from them), for
-/// the duration of one fetch: the returned guard puts the file back as it was, so a packager's
-/// apt configuration does not keep, say, unstable's sources after pgoforge took one package.
-fn ensure_deb_src(suite: &str) -> Result<Option<AptSourcesRestore>> {
-    let current = fs::read_to_string(DEB_SRC_FILE).unwrap_or_default();
-    if current.contains(&format!("Suites: {suite}")) || current.contains(&format!(" {suite}\n")) {
-        return Ok(None);
-    }
-    if !crate::infra::is_root() {
-        bail!(
-            "fetching Debian source packages needs deb-src entries for '{suite}'; run pgoforge as root \
-             once, or add to {DEB_SRC_FILE}:\nTypes: deb-src\nURIs: http://deb.debian.org/debian\nSuites: {suite}\nComponents: main"
-        );
-    }
-    let restore = add_deb_src(Path::new(DEB_SRC_FILE), suite)?;
-    run(
-        Command::new("apt-get").args(["update", "-q"]),
-        "apt-get update (after adding deb-src entries)",
-    )?;
-    Ok(Some(restore))
-}
-
-/// Appends the deb-src stanzas for `suite` to `file`; the guard restores what was there.
-fn add_deb_src(file: &Path, suite: &str) -> Result<AptSourcesRestore> {
-    let previous = fs::read_to_string(file).ok();
-    let mut text = previous.clone().unwrap_or_default();
-    let keyring = "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n";
-    if suite == "bookworm" {
-        text.push_str(&format!("Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm bookworm-updates\nComponents: main\n{keyring}\n"));
-        text.push_str(&format!("Types: deb-src\nURIs: http://deb.debian.org/debian-security\nSuites: bookworm-security\nComponents: main\n{keyring}\n"));
-    } else {
-        text.push_str(&format!("Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: {suite}\nComponents: main\n{keyring}\n"));
-    }
-    let restore = AptSourcesRestore {
-        file: file.to_path_buf(),
-        previous,
-    };
-    fs::write(file, text).with_context(|| format!("writing {}", file.display()))?;
-    Ok(restore)
-}
-
-/// Puts an apt sources file back as it was before pgoforge added to it (on success and error
-/// alike). apt keeps the downloaded source lists until its next update but uses only what the
-/// sources files name.
-struct AptSourcesRestore {
-    file: PathBuf,
-    previous: Option<String>,
-}
-
-impl Drop for AptSourcesRestore {
-    fn drop(&mut self) {
-        let _ = match &self.previous {
-            Some(text) => fs::write(&self.file, text),
-            None => fs::remove_file(&self.file),
-        };
-    }
-}
 
 /// A fetched tree of exactly this package version (Debian revision included), if any.
 pub(super) fn cached(sources: &Path, package: &str, version: &str, suite: &str) -> Option<Source> {
@@ -126,40 +71,99 @@ pub(super) fn fetch(package: &str, version: &str, suite: &str, sources: &Path) -
         return Ok(s);
     }
     crate::infra::tools::require("dpkg-source", "unpacking Debian source packages")?;
-    // Held until the fetch is over, then the apt configuration is as it was.
-    let _deb_src = ensure_deb_src(suite)?;
+    let apt = Apt::for_suite(suite)?;
+    let mut log = Log::default();
+    // A stale index still names the files; the download says whether they are there.
+    let _ = apt.refresh(&mut log)?;
     let tmp = sources.join(format!(".apt-source-{}", std::process::id()));
     let _ = fs::remove_dir_all(&tmp);
     fs::create_dir_all(&tmp)?;
-    let r = run(
-        Command::new("apt-get")
-            .current_dir(&tmp)
-            .args(["source", "-q", "--only-source"])
-            .arg(format!("{package}={version}")),
-        &format!("apt-get source {package}={version}"),
-    );
-    if let Err(e) = r {
-        let _ = fs::remove_dir_all(&tmp);
-        return Err(e);
+    let log_path = sources
+        .join("logs")
+        .join(format!("{package}_{}.log", version.replace(':', "%3a")));
+    let fetched = apt.source(package, version, &tmp, &mut log);
+    log.save(&log_path);
+    match fetched {
+        Ok(true) => {}
+        Ok(false) => {
+            let _ = fs::remove_dir_all(&tmp);
+            return Err(Stop::SourceUnavailable(format!(
+                "cannot fetch {package} {version} ({suite}) from the mirror: {}; nothing was kept \
+                 (apt's output: {}). `pgoforge doctor` names the releases the mirror serves; \
+                 leave --source-version out to build the newest of them",
+                fault(&log.text),
+                log_path.display()
+            ))
+            .into());
+        }
+        Err(e) => {
+            let _ = fs::remove_dir_all(&tmp);
+            return Err(e);
+        }
     }
-    let dsc = fs::read_dir(&tmp)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|x| x == "dsc"))
-        .context("apt-get source left no .dsc file")?;
-    let hash = sha256_file(&dsc)?;
-    let top = single_top(&tmp)?;
-    check_tree(&top, &format!("Debian source {package} {version}"))?;
-    let dest = sources.join(format!("{base}-{upstream}-{}", &hash[..12]));
-    settle_tree(&top, &dest)?;
+    let settled = (|| -> Result<Source> {
+        let dsc = fs::read_dir(&tmp)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.extension().is_some_and(|x| x == "dsc"))
+            .context("apt-get source left no .dsc file")?;
+        let hash = sha256_file(&dsc)?;
+        let top = single_top(&tmp)?;
+        check_tree(&top, &format!("Debian source {package} {version}"))?;
+        let dest = sources.join(format!("{base}-{upstream}-{}", &hash[..12]));
+        settle_tree(&top, &dest)?;
+        let s = Source {
+            dir: dest.clone(),
+            hash,
+            origin: debian_origin(package, version, suite),
+            debian: Some(release(package, version, suite)),
+        };
+        save(&dest, &s)?;
+        Ok(s)
+    })();
     let _ = fs::remove_dir_all(&tmp);
-    let s = Source {
-        dir: dest.clone(),
-        hash,
-        origin: debian_origin(package, version, suite),
-        debian: Some(release(package, version, suite)),
-    };
-    save(&dest, &s)?;
-    Ok(s)
+    settled
+}
+
+/// What went wrong in apt's and dpkg-source's words, said as the file and the reason: a file the
+/// mirror does not serve, a mirror that did not answer, a checksum that differs.
+pub fn fault(log: &str) -> String {
+    let mut faults: Vec<String> = Vec::new();
+    for l in log.lines() {
+        let l = l.trim();
+        if let Some(rest) = l.strip_prefix("E: Failed to fetch ") {
+            // `E: Failed to fetch URI  REASON`
+            let (uri, why) = rest.split_once("  ").unwrap_or((rest, ""));
+            let name = percent_decode(uri.rsplit('/').next().unwrap_or(uri));
+            let why = why.trim();
+            let why =
+                if why.contains("Hash Sum mismatch") || why.contains("File has unexpected size") {
+                    "the file the mirror served has another checksum or size than the index lists"
+                        .to_string()
+                } else if why.is_empty() {
+                    "the mirror did not serve it".to_string()
+                } else {
+                    let why = why.split(" [IP:").next().unwrap_or(why);
+                    why.split_whitespace().collect::<Vec<_>>().join(" ")
+                };
+            faults.push(format!("{name}: {why}"));
+        } else if l.starts_with("dpkg-source: error:") {
+            faults.push(format!(
+                "the unpacked files do not match the .dsc ({})",
+                l.trim_start_matches("dpkg-source: error:").trim()
+            ));
+        }
+    }
+    if faults.is_empty() {
+        if let Some(e) = log.lines().find(|l| l.starts_with("E: ")) {
+            faults.push(e.trim_start_matches("E: ").to_string());
+        }
+    }
+    faults.dedup();
+    if faults.is_empty() {
+        "apt-get source failed".into()
+    } else {
+        faults.join("; ")
+    }
 }
 
 #[cfg(test)]
@@ -207,28 +211,28 @@ mod debian_cache_tests {
 }
 
 #[cfg(test)]
-mod deb_src_tests {
-    use super::*;
+mod fault_tests {
+    use super::fault;
 
     #[test]
-    fn deb_src_entries_are_removed_again_after_the_fetch() {
-        let t = tempfile::tempdir().unwrap();
-        let file = t.path().join("pgoforge-deb-src.sources");
-        {
-            let _g = add_deb_src(&file, "unstable").unwrap();
-            let text = fs::read_to_string(&file).unwrap();
-            assert!(text.contains("Types: deb-src") && text.contains("Suites: unstable"));
-        }
-        assert!(!file.exists(), "a file pgoforge created is removed");
-        // A file that was there before (the user's own entries) is restored as it was.
-        fs::write(&file, "Types: deb-src\nSuites: bookworm\n").unwrap();
-        {
-            let _g = add_deb_src(&file, "unstable").unwrap();
-            assert!(fs::read_to_string(&file).unwrap().contains("unstable"));
-        }
-        assert_eq!(
-            fs::read_to_string(&file).unwrap(),
-            "Types: deb-src\nSuites: bookworm\n"
+    fn apt_faults_are_said_as_the_file_and_the_reason() {
+        let log = "Err:1 http://m/pool/x_1.0-1.dsc\n  404  Not Found [IP: 1.2.3.4 80]\n\
+                   E: Failed to fetch http://m/pool/updates/main/x/x_1.0-0%2bdeb12u1.dsc  404  Not Found [IP: 1.2.3.4 80]\n\
+                   E: Failed to fetch http://m/pool/x_1.0.orig.tar.gz  Hash Sum mismatch\n\
+                   E: Failed to fetch some archives.\n";
+        let f = fault(log);
+        assert!(f.contains("x_1.0-0+deb12u1.dsc: 404 Not Found"), "{f}");
+        assert!(
+            f.contains("x_1.0.orig.tar.gz: the file the mirror served has another checksum"),
+            "{f}"
         );
+        assert!(!f.contains("IP:"), "{f}");
+        assert_eq!(fault("dpkg-source: error: File ./a.tar.xz has size 3 instead of expected 4\n"),
+            "the unpacked files do not match the .dsc (File ./a.tar.xz has size 3 instead of expected 4)");
+        assert_eq!(
+            fault("E: Unable to find a source package for x=1\n"),
+            "Unable to find a source package for x=1"
+        );
+        assert_eq!(fault(""), "apt-get source failed");
     }
 }

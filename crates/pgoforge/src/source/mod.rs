@@ -13,7 +13,9 @@ use crate::infra::fs::{hex, sha256_file};
 
 use crate::recipe::{Recipe, SourceSpec};
 
+pub mod apt;
 mod debian;
+pub mod probe;
 pub use debian::from_origin as debian_from_origin;
 pub mod release;
 

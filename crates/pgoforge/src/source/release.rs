@@ -1,63 +1,97 @@
-//! Which releases of a Debian-packaged server the distribution serves, and whether the one a
-//! recipe builds is the newest. Debian publishes security fixes as new versions in the suite's
-//! security archive (bookworm-security) while the suite itself keeps the old one until its next
-//! point release: a recipe pinned to the suite's version then builds, benchmarks and packages a
-//! server with those fixes missing. `doctor`, `run --plan`, the run's summary and its report say
-//! so and name the newer version; `--source-version newest` builds it.
+//! Which release of a Debian-packaged server to build, by what the mirror can actually serve.
+//! Mirrors lag, drop superseded files and serve an index ahead of their pool: on 2026-12-04 the
+//! index listed MariaDB 1:10.11.19-0+deb12u1 in bookworm-security while none of its source files
+//! could be downloaded. So every release considered is checked file by file ([`super::probe`])
+//! before anything is built: the default and `--source-version newest` take the newest release
+//! whose files are all served, and a newer listed one that is not is named, never recommended;
+//! an explicit pin that cannot be fetched is refused with the releases that can.
 //!
-//! apt's binary package lists answer without deb-src entries and without root: the versions of
-//! the recipe's `server_package` (`mariadb-server-core`), built from the same source at the same
-//! version, as `apt-cache madison` shows them; the installed one as `dpkg-query` does.
+//! The index is apt's, for source packages, in a private state ([`super::apt`]: the machine's
+//! own mirrors as deb-src entries, nothing written under /etc); the installed server, as
+//! `dpkg-query` sees it, decides whether a .deb of the build can take its place.
 
 use std::cmp::Ordering;
 use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
+use super::apt::{Apt, Freshness, Log};
+use super::probe::{Answer, Prober};
+use crate::infra::exit::Stop;
 use crate::recipe::SourceSpec;
 
-/// A version apt's lists offer, and the suite they offer it from.
+/// A version the index lists, the suite it lists it in, and — when checked and found so — why
+/// its source cannot be fetched.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Release {
     pub version: String,
     pub suite: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfetchable: Option<String>,
 }
 
-/// The recipe's version against what the distribution serves and what is installed.
+/// Which release a run asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Want {
+    /// The recipe's default: the newest release whose source the mirror serves (the recipe's
+    /// own version when the mirror cannot be asked).
+    Default,
+    /// `--source-version newest`: the same, but a mirror that cannot be asked is an error.
+    Newest,
+    /// `--source-version VERSION`.
+    Exact(String),
+}
+
+/// The release a run builds against what the mirror lists and serves and what is installed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReleaseCheck {
     /// The source package and the version the run builds.
     pub package: String,
     pub building: String,
-    /// The binary package whose versions were looked up.
+    /// The binary package whose installed version a .deb must fit (empty: none).
     pub server_package: String,
-    /// Every version of it apt offers in the recipe's suite, its -security and -updates suites.
+    /// Every version of the source the index lists in the recipe's suite, its -security and
+    /// -updates suites; each one checked against the mirror says whether it can be fetched.
     pub available: Vec<Release>,
     /// The installed version of `server_package`, if installed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub installed: Option<String>,
-    /// Why nothing could be looked up (no apt, no such package in the lists), if so.
+    /// The apt command that puts the installed server at the release built (when they differ).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub align: Option<String>,
+    /// Why nothing could be looked up (no apt, no index, no answer), if so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unchecked: Option<String>,
+    /// The index could not be refreshed and an older one was used: why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale: Option<String>,
 }
 
 impl ReleaseCheck {
-    /// The newest release offered (None: nothing offered).
+    /// The newest release listed and not found unfetchable (None: nothing offered).
     pub fn newest(&self) -> Option<&Release> {
         self.available
             .iter()
+            .filter(|r| r.unfetchable.is_none())
             .max_by(|a, b| compare(&a.version, &b.version))
     }
 
-    /// The newest release offered, if it is newer than the one built.
+    /// The newest fetchable release, if it is newer than the one built.
     pub fn newer(&self) -> Option<&Release> {
         self.newest()
             .filter(|n| compare(&n.version, &self.building) == Ordering::Greater)
     }
 
-    /// What a user must hear: a newer release (security fixes missing), an installed server of
-    /// another version (a `--binary` contender or a `.deb` that does not fit), a check that
-    /// could not be made.
+    /// Listed releases newer than the one built whose source the mirror does not serve.
+    pub fn unfetchable_newer(&self) -> impl Iterator<Item = &Release> {
+        self.available.iter().filter(|r| {
+            r.unfetchable.is_some() && compare(&r.version, &self.building) == Ordering::Greater
+        })
+    }
+
+    /// What a user must hear: a newer release (security fixes missing), a newer one listed but
+    /// not served, an installed server of another version (a `--binary` contender or a `.deb`
+    /// that does not fit, and what to do), a check that could not be made.
     pub fn warnings(&self) -> Vec<String> {
         let mut v = Vec::new();
         if let Some(n) = self.newer() {
@@ -77,17 +111,62 @@ impl ReleaseCheck {
                 n.version
             ));
         }
-        if let Some(i) = self.installed.as_ref().filter(|i| **i != self.building) {
+        for r in self.unfetchable_newer() {
             v.push(format!(
-                "the installed {} is {i}, not {} as built here: Debian's binary as a --binary \
-                 contender is another version, and a .deb of this build will not install beside \
-                 it (build --source-version {i}, or upgrade the installed server)",
-                self.server_package, self.building
+                "{} {} is listed in {}, but its source cannot be fetched ({}): it is not built; \
+                 this run builds {}{} (when the mirror serves it, the default builds it)",
+                self.package,
+                r.version,
+                r.suite,
+                r.unfetchable.as_deref().unwrap_or(""),
+                self.building,
+                if self.newer().is_none() {
+                    ", the newest release the mirror serves"
+                } else {
+                    ""
+                }
+            ));
+        }
+        if let Some(i) = self.installed.as_ref().filter(|i| **i != self.building) {
+            let newer = compare(i, &self.building) == Ordering::Greater;
+            let served = self
+                .available
+                .iter()
+                .any(|r| r.version == *i && r.unfetchable.is_none());
+            v.push(format!(
+                "the installed {sp} is {i}, not {b} as built here: Debian's binary as a --binary \
+                 contender is another release, and the .deb of this build pre-depends on {sp} \
+                 (= {b}), so dpkg refuses it on this machine and changes nothing. To deploy it in \
+                 Debian's place, first put the server at the built release{cmd}{loss}; or deploy \
+                 the package's tarball under systemd (its README); or {build}",
+                sp = self.server_package,
+                b = self.building,
+                cmd = self
+                    .align
+                    .as_ref()
+                    .map(|c| format!(": {c}"))
+                    .unwrap_or_default(),
+                loss = if newer {
+                    format!(" (which gives up what {i} fixed)")
+                } else {
+                    String::new()
+                },
+                build = if served {
+                    format!("build the installed release (--source-version {i})")
+                } else {
+                    format!("build {i} once the mirror serves its source")
+                },
+            ));
+        }
+        if let Some(why) = &self.stale {
+            v.push(format!(
+                "the mirror's source index could not be refreshed ({why}): releases are as an \
+                 older index listed them"
             ));
         }
         if let Some(why) = &self.unchecked {
             v.push(format!(
-                "cannot tell whether Debian serves a newer {} than {}: {why}",
+                "cannot tell which releases of {} the mirror serves ({why}): building {}",
                 self.package, self.building
             ));
         }
@@ -107,64 +186,229 @@ pub fn read_copy(run_dir: &std::path::Path) -> anyhow::Result<Option<ReleaseChec
     )
 }
 
-/// Looks `spec` up in apt's lists (None: not a Debian source, or the recipe names no server
-/// package to look up).
-pub fn check(spec: &SourceSpec) -> Option<ReleaseCheck> {
+/// Whether the mirror serves every file of `package` at `version`: None if so (or if it cannot
+/// be told: the download decides), else why not.
+fn unfetchable(apt: &Apt, prober: &Prober, package: &str, version: &str) -> Option<String> {
+    let files = match apt.files(package, version) {
+        Ok(f) if !f.is_empty() => f,
+        Ok(_) => return Some("the index names no files for it".into()),
+        Err(e) => return Some(e.to_string()),
+    };
+    let mut missing = Vec::new();
+    let mut silent = Vec::new();
+    for f in &files {
+        match prober.ask(&f.uri) {
+            Answer::Served | Answer::Unknown(_) => {}
+            Answer::Missing(why) => missing.push(format!("{}: {why}", f.name)),
+            Answer::Unreachable(why) => silent.push(format!("{}: {why}", f.name)),
+        }
+    }
+    if !missing.is_empty() {
+        Some(format!(
+            "{} of its {} source files missing on the mirror — {}",
+            missing.len(),
+            files.len(),
+            missing.join("; ")
+        ))
+    } else if !silent.is_empty() {
+        Some(format!("the mirror did not answer — {}", silent.join("; ")))
+    } else {
+        None
+    }
+}
+
+/// Decides which release of `spec` to build, checked against the mirror (None: not a Debian
+/// source). An explicit pin that cannot be fetched is refused (exit status 2) with the releases
+/// that can; a default with no release fetchable stops with [`Stop::SourceUnavailable`].
+pub fn resolve(spec: &SourceSpec, want: &Want) -> anyhow::Result<Option<ReleaseCheck>> {
     let SourceSpec::Debian {
         package,
         version,
         suite,
-        server_package: Some(bin),
+        server_package,
     } = spec
     else {
-        return None;
+        return Ok(None);
     };
+    let bin = server_package.clone().unwrap_or_default();
+    let installed = server_package.as_deref().and_then(installed);
     let mut c = ReleaseCheck {
         package: package.clone(),
-        building: version.clone(),
+        building: match want {
+            Want::Exact(v) => v.clone(),
+            _ => version.clone(),
+        },
         server_package: bin.clone(),
         available: Vec::new(),
-        installed: installed(bin),
+        installed: installed.clone(),
+        align: None,
         unchecked: None,
+        stale: None,
     };
-    match Command::new("apt-cache").args(["madison", bin]).output() {
-        Ok(out) if out.status.success() => {
-            let all = parse_madison(&String::from_utf8_lossy(&out.stdout), bin);
-            c.available = all
-                .into_iter()
-                .filter(|r| same_distribution(&r.suite, suite))
-                .collect();
-            if c.available.is_empty() {
-                c.unchecked = Some(format!(
-                    "apt's lists offer no {bin} from {suite} or its -security and -updates \
-                     suites (run apt-get update; add {suite}-security to apt's sources to hear of \
-                     security releases)"
-                ));
+    let listed = Apt::for_suite(suite).and_then(|apt| {
+        let mut log = Log::default();
+        if let Freshness::Stale(why) = apt.refresh(&mut log)? {
+            c.stale = Some(why);
+        }
+        let mut listed = apt.versions(package)?;
+        listed.sort_by(|a, b| compare(&b.version, &a.version));
+        listed.dedup_by(|a, b| a.version == b.version);
+        Ok((apt, listed))
+    });
+    let (apt, mut listed) = match listed {
+        Ok((apt, l)) if !l.is_empty() => (apt, l),
+        Ok(_) => {
+            return unchecked(
+                c,
+                want,
+                format!("the index lists no source package {package} in {suite} or its -security and -updates suites"),
+            )
+        }
+        Err(e) => return unchecked(c, want, format!("{e:#}")),
+    };
+    let prober = Prober::new();
+    let pinned = match want {
+        Want::Exact(v) => Some(v.clone()),
+        _ => None,
+    };
+    if let Some(v) = &pinned {
+        if let Some(r) = listed.iter_mut().find(|r| r.version == *v) {
+            r.unfetchable = unfetchable(&apt, &prober, package, v);
+        }
+    }
+    let pin_ok = pinned.as_ref().is_some_and(|v| {
+        listed
+            .iter()
+            .any(|r| r.version == *v && r.unfetchable.is_none())
+    });
+    if !pin_ok {
+        // Newest first, down to the first release whose every file is served.
+        for r in listed.iter_mut() {
+            if Some(&r.version) == pinned.as_ref() {
+                if r.unfetchable.is_some() {
+                    continue;
+                }
+            } else {
+                r.unfetchable = unfetchable(&apt, &prober, package, &r.version);
+            }
+            if r.unfetchable.is_none() && pinned.is_none() {
+                break;
             }
         }
-        Ok(out) => {
-            c.unchecked = Some(format!(
-                "apt-cache madison {bin} failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ))
-        }
-        Err(e) => c.unchecked = Some(format!("cannot run apt-cache ({e}): not a Debian system?")),
     }
-    Some(c)
+    c.available = listed;
+    let fetchable: Vec<String> = c
+        .available
+        .iter()
+        .filter(|r| r.unfetchable.is_none())
+        .map(|r| format!("{} ({})", r.version, r.suite))
+        .collect();
+    let why_not = |c: &ReleaseCheck| -> String {
+        c.available
+            .iter()
+            .filter_map(|r| {
+                r.unfetchable
+                    .as_ref()
+                    .map(|w| format!("  {} ({}): {w}", r.version, r.suite))
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    match &pinned {
+        Some(v) if !pin_ok => {
+            let listed_here = c.available.iter().any(|r| r.version == *v);
+            let what = if listed_here {
+                "its source cannot be fetched from the mirror".to_string()
+            } else {
+                format!("the mirror's index does not list it in {suite} or its -security and -updates suites")
+            };
+            crate::usage!(
+                "--source-version {v}: {what}.\n{}\nReleases of {package} the mirror serves: {} \
+                 (give one with --source-version, or leave it out for the newest)",
+                why_not(&c),
+                if fetchable.is_empty() {
+                    "none".to_string()
+                } else {
+                    fetchable.join(", ")
+                }
+            );
+        }
+        Some(_) => {}
+        None => match c.newest() {
+            Some(n) => c.building = n.version.clone(),
+            None => {
+                let all_silent = c.available.iter().all(|r| {
+                    r.unfetchable
+                        .as_deref()
+                        .is_some_and(|w| w.starts_with("the mirror did not answer"))
+                });
+                if all_silent {
+                    let why = why_not(&c).trim().to_string();
+                    c.available.iter_mut().for_each(|r| r.unfetchable = None);
+                    return unchecked(c, want, format!("the mirror did not answer: {why}"));
+                }
+                return Err(Stop::SourceUnavailable(format!(
+                    "no release of {package} in {suite} can be fetched from the mirror:\n{}\n\
+                     Its index lists them, its pool does not hold them (a mirror that lags or \
+                     dropped superseded files). Try again later or use another mirror in apt's \
+                     sources; or give a source yourself (--source DIR|TARBALL)",
+                    why_not(&c)
+                ))
+                .into());
+            }
+        },
+    }
+    c.align = align_command(&c);
+    Ok(Some(c))
 }
 
-/// The newest version of `spec`'s server package apt offers in its distribution, for
-/// `--source-version newest`; the reason when there is none to be found.
-pub fn newest(spec: &SourceSpec) -> Result<Release, String> {
-    let c = check(spec).ok_or_else(|| {
-        "--source-version newest needs a Debian recipe that names its server_package".to_string()
-    })?;
-    if let Some(why) = &c.unchecked {
-        return Err(format!(
-            "--source-version newest: {why}; give the version itself (--source-version VERSION)"
-        ));
+/// The check when the mirror could not be asked: the recipe's version (or the pin) is built,
+/// and said so; `newest` cannot be told.
+fn unchecked(
+    mut c: ReleaseCheck,
+    want: &Want,
+    why: String,
+) -> anyhow::Result<Option<ReleaseCheck>> {
+    if *want == Want::Newest {
+        crate::usage!(
+            "--source-version newest: cannot tell which releases the mirror serves ({why}); give \
+             the version itself (--source-version VERSION)"
+        );
     }
-    Ok(c.newest().cloned().expect("checked non-empty"))
+    c.unchecked = Some(why);
+    c.align = align_command(&c);
+    Ok(Some(c))
+}
+
+/// `apt-get install --allow-downgrades P=V …` for every installed binary package built from
+/// the same source at the installed server's version: what puts the server at the release built
+/// (None when they agree, or nothing is installed).
+fn align_command(c: &ReleaseCheck) -> Option<String> {
+    let installed = c.installed.as_ref().filter(|i| **i != c.building)?;
+    let out = Command::new("dpkg-query")
+        .args([
+            "-W",
+            "-f",
+            "${Package}\t${source:Package}\t${Version}\t${Status}\n",
+        ])
+        .output()
+        .ok()?;
+    let mut pkgs: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f.len() == 4 && f[1] == c.package && f[2] == installed && f[3].ends_with(" installed"))
+                .then(|| format!("{}={}", f[0], c.building))
+        })
+        .collect();
+    pkgs.sort();
+    if pkgs.is_empty() {
+        pkgs.push(format!("{}={}", c.server_package, c.building));
+    }
+    Some(format!(
+        "apt-get install --allow-downgrades {}",
+        pkgs.join(" ")
+    ))
 }
 
 /// The installed version of a binary package (None: not installed, or no dpkg).
@@ -179,14 +423,23 @@ pub fn installed(package: &str) -> Option<String> {
         .then(|| version.to_string())
 }
 
+/// `apt-cache madison` lines of source packages (`pkg | version | URI suite/component Sources`).
+pub fn parse_madison_sources(text: &str, package: &str) -> Vec<Release> {
+    parse_madison_kind(text, package, "Sources")
+}
+
 /// `apt-cache madison` lines (`pkg | version | URI suite/component arch Packages`) for `package`;
 /// anything else (source lines, garbage, a line of another package) is skipped.
 pub fn parse_madison(text: &str, package: &str) -> Vec<Release> {
+    parse_madison_kind(text, package, "Packages")
+}
+
+fn parse_madison_kind(text: &str, package: &str, kind: &str) -> Vec<Release> {
     text.lines()
         .filter_map(|l| {
             let mut f = l.split('|').map(str::trim);
             let (p, v, from) = (f.next()?, f.next()?, f.next()?);
-            if p != package || !is_version(v) || !from.ends_with("Packages") {
+            if p != package || !is_version(v) || !from.ends_with(kind) {
                 return None;
             }
             let suite = from.split_whitespace().nth(1)?.split('/').next()?;
@@ -197,6 +450,7 @@ pub fn parse_madison(text: &str, package: &str) -> Vec<Release> {
             suite_ok.then(|| Release {
                 version: v.to_string(),
                 suite: suite.to_string(),
+                unfetchable: None,
             })
         })
         .collect()
@@ -204,8 +458,9 @@ pub fn parse_madison(text: &str, package: &str) -> Vec<Release> {
 
 /// Whether `suite` is `base` or one of the suites that update it in place: its security
 /// archive and its stable updates (not backports, which are another distribution's builds).
-fn same_distribution(suite: &str, base: &str) -> bool {
+pub fn same_distribution(suite: &str, base: &str) -> bool {
     suite == base
+        || (base == "unstable" && suite == "sid")
         || suite
             .strip_prefix(base)
             .is_some_and(|rest| matches!(rest, "-security" | "-updates" | "-proposed-updates"))
@@ -320,6 +575,20 @@ mod tests {
     }
 
     #[test]
+    fn madison_source_lines_give_source_releases() {
+        let text = "   mariadb | 1:10.11.18-0+deb12u1 | http://m/debian bookworm/main Sources\n\
+                    mariadb | 1:10.11.18-0+deb12u1 | http://m/debian bookworm/main amd64 Packages\n\
+                    mysql-9.7 |    9.7.2-4 | http://m/debian unstable/main Sources\n";
+        let r = parse_madison_sources(text, "mariadb");
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].suite, "bookworm");
+        assert_eq!(
+            parse_madison_sources(text, "mysql-9.7")[0].version,
+            "9.7.2-4"
+        );
+    }
+
+    #[test]
     fn madison_lines_give_releases_and_garbage_gives_nothing() {
         let text = "mariadb-server-core | 1:10.11.19-0+deb12u1 | http://deb.debian.org/debian-security bookworm-security/main amd64 Packages\n\
                     mariadb-server-core | 1:10.11.18-0+deb12u1 | http://deb.debian.org/debian bookworm/main amd64 Packages\n\
@@ -335,11 +604,13 @@ mod tests {
             [
                 Release {
                     version: "1:10.11.19-0+deb12u1".into(),
-                    suite: "bookworm-security".into()
+                    suite: "bookworm-security".into(),
+                    unfetchable: None,
                 },
                 Release {
                     version: "1:10.11.18-0+deb12u1".into(),
-                    suite: "bookworm".into()
+                    suite: "bookworm".into(),
+                    unfetchable: None,
                 }
             ]
         );
@@ -350,6 +621,7 @@ mod tests {
         let rel = |v: &str, s: &str| Release {
             version: v.into(),
             suite: s.into(),
+            unfetchable: None,
         };
         let mut c = ReleaseCheck {
             package: "mariadb".into(),
@@ -360,7 +632,9 @@ mod tests {
                 rel("1:10.11.19-0+deb12u1", "bookworm-security"),
             ],
             installed: Some("1:10.11.18-0+deb12u1".into()),
+            align: None,
             unchecked: None,
+            stale: None,
         };
         let w = c.warnings();
         assert_eq!(w.len(), 1, "{w:?}");
@@ -376,8 +650,30 @@ mod tests {
             w[0].contains("the installed mariadb-server-core is 1:10.11.18-0+deb12u1"),
             "{w:?}"
         );
+        assert!(
+            w[0].contains("dpkg refuses it on this machine")
+                && w[0].contains(
+                    "build the installed release (--source-version 1:10.11.18-0+deb12u1)"
+                ),
+            "{w:?}"
+        );
         c.installed = None;
         assert!(c.warnings().is_empty());
+        // A newer release the index lists but the mirror does not serve is named, never
+        // recommended, and the release built is called the newest served.
+        c.building = "1:10.11.18-0+deb12u1".into();
+        c.available[1].unfetchable = Some("4 of its 4 source files missing".into());
+        assert_eq!(c.newest().unwrap().version, "1:10.11.18-0+deb12u1");
+        assert!(c.newer().is_none());
+        let w = c.warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("1:10.11.19-0+deb12u1 is listed in bookworm-security, but its source cannot be fetched")
+                && w[0].contains("the newest release the mirror serves")
+                && !w[0].contains("--source-version newest"),
+            "{w:?}"
+        );
+        assert!(same_distribution("sid", "unstable"));
         assert!(same_distribution("bookworm-updates", "bookworm"));
         assert!(!same_distribution("bookworm-backports", "bookworm"));
         assert!(!same_distribution("trixie", "bookworm"));
