@@ -1,20 +1,18 @@
 #!/usr/bin/env bash
 # Installs what pgoforge's test suite needs on Debian 12: a MariaDB server from Debian's packages
-# (pinned to 10.11.19, the version whose source the default recipe builds: recipes/mariadb-10.11.toml), real sysbench for the
+# (apt's candidate: the newest release of bookworm and bookworm-security, as an up-to-date system
+# has it — which can be newer than the release the default recipe builds, when the mirror lists a
+# security release whose source it does not serve; the tests handle both), real sysbench for the
 # interop and performance cross-checks, and the toolchains the build tests use on the fixture project
 # (gcc; clang-22 — the LLVM whose BOLT pgoforge uses, plain `--compiler clang` — and clang-16 by
 # name, each with its profile runtime, matching llvm-profdata and lld for ThinLTO), and the default
 # recipe's build dependencies (`pgoforge run` checks them; a test checks the check), lintian (the
-# .deb test checks the package with it), and sccache-dist with bubblewrap (the build-cluster test
+# .deb test checks the package with it), apt-utils (apt-ftparchive: the fetch tests serve an apt
+# repository of their own), and sccache-dist with bubblewrap (the build-cluster test
 # runs a scheduler and a build server in a network namespace), and OpenSSH (the client-host test
 # runs its own sshd in a network namespace; policy-rc.d keeps the system's ssh service from
 # starting). Safe to rerun.
 set -euo pipefail
-
-# The default recipe's [source] version; tests/fast/defaults.rs checks they agree. When the
-# archive no longer serves it (a Debian point release moves the security release into the
-# suite), apt-get below fails naming it: move both pins to the version doctor names.
-MARIADB_VERSION="1:10.11.19-0+deb12u1"
 
 if [ "$(id -u)" -ne 0 ]; then
   SUDO=sudo
@@ -36,14 +34,11 @@ trap cleanup EXIT
 
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
-pkgs=()
-for p in mariadb-server mariadb-server-core mariadb-client mariadb-client-core mariadb-common libmariadb3 mariadb-test mariadb-test-data; do
-  pkgs+=("$p=$MARIADB_VERSION")
-done
-$SUDO apt-get install -y -q --allow-downgrades --no-install-recommends \
-  "${pkgs[@]}" sysbench procps build-essential pkg-config \
+$SUDO apt-get install -y -q --no-install-recommends \
+  mariadb-server mariadb-server-core mariadb-client mariadb-client-core mariadb-common libmariadb3 \
+  mariadb-test mariadb-test-data sysbench procps build-essential pkg-config \
   cmake binutils clang-16 llvm-16 lld-16 libclang-rt-16-dev \
-  clang-22 llvm-22 lld-22 libclang-rt-22-dev bolt-22 zstd dpkg-dev lintian valgrind bubblewrap \
+  clang-22 llvm-22 lld-22 libclang-rt-22-dev bolt-22 zstd dpkg-dev apt-utils lintian valgrind bubblewrap \
   openssh-server openssh-client iproute2 \
   bison libssl-dev zlib1g-dev libpcre2-dev libfmt-dev libncurses-dev libaio-dev liburing-dev libxml2-dev
 

@@ -91,12 +91,16 @@ fn show_deb(d: &Deb) {
 }
 
 fn make_deb(tarball: &Path, out: &Path, o: &DebOpts) -> Result<Deb> {
-    deb::build(&DebRequest {
+    let d = deb::build(&DebRequest {
         tarball,
         out_dir: out,
         for_version: o.for_version.as_deref(),
         maintainer: o.maintainer.as_deref(),
-    })
+    })?;
+    if let Some(w) = deb::fit_warning(&d.fits) {
+        eprintln!("warning: {w}");
+    }
+    Ok(d)
 }
 
 fn verify(package: &Path, no_start: bool, json: bool) -> Result<i32> {

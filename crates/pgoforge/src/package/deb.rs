@@ -59,6 +59,21 @@ pub struct Deb {
     pub bytes: u64,
 }
 
+/// What a DBA must hear before copying a .deb to this machine's dpkg: it fits another release
+/// of Debian's server than the one installed here (None: it fits, or none is installed).
+pub fn fit_warning(fits: &str) -> Option<String> {
+    let installed = crate::source::release::installed(CORE_PACKAGE)?;
+    (installed != fits).then(|| {
+        format!(
+            "this .deb fits {CORE_PACKAGE} {fits}, but the installed one is {installed}: dpkg \
+             will refuse it on this machine and change nothing. Install it where {CORE_PACKAGE} \
+             is {fits} (apt-get install --allow-downgrades {CORE_PACKAGE}={fits} and the rest of \
+             the mariadb packages at that version: `pgoforge doctor` prints the whole command), or \
+             deploy the tarball under systemd (its README)"
+        )
+    })
+}
+
 /// The .deb's package name: one optimized server per machine, whatever its variant.
 pub const PACKAGE: &str = "mariadb-server-pgo";
 

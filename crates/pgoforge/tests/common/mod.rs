@@ -31,6 +31,17 @@ pub fn pgoforge(args: &[&str]) -> Ran {
     pgoforge_in(Path::new("."), args)
 }
 
+/// `pgoforge` with extra environment variables (APT_CONFIG, XDG_CACHE_HOME of a test's mirror).
+pub fn pgoforge_env(args: &[&str], env: &[(&str, &Path)]) -> Ran {
+    let t0 = Instant::now();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pgoforge"));
+    c.args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    ran(c.output().expect("running pgoforge"), t0)
+}
+
 /// `pgoforge` started in `dir`: what a user's relative paths are relative to.
 pub fn pgoforge_in(dir: &Path, args: &[&str]) -> Ran {
     let t0 = Instant::now();

@@ -46,7 +46,12 @@ fn machine() -> Vec<String> {
 /// Debian's mariadbd with its version suffix (`-0+deb12u1`) replaced by `-pgo`, NUL-padded to the
 /// same length in the binary's read-only data.
 pub(crate) fn relabeled_server(dir: &Path) -> PathBuf {
-    let version = sh(&format!("{DEBIAN_BINARY} --version"));
+    relabeled(Path::new(DEBIAN_BINARY), dir)
+}
+
+/// `binary` relabeled as [`relabeled_server`] does Debian's.
+fn relabeled(binary: &Path, dir: &Path) -> PathBuf {
+    let version = sh(&format!("{} --version", binary.display()));
     let full = version
         .split_whitespace()
         .nth(2)
@@ -56,7 +61,7 @@ pub(crate) fn relabeled_server(dir: &Path) -> PathBuf {
         .map(|(_, s)| s)
         .expect("a MariaDB version");
     assert!(suffix.len() >= 4, "Debian's version has a suffix: {full}");
-    let mut bytes = fs::read(DEBIAN_BINARY).unwrap();
+    let mut bytes = fs::read(binary).unwrap();
     let needle: Vec<u8> = [suffix.as_bytes(), b"\0"].concat();
     let at = bytes
         .windows(needle.len())
@@ -121,6 +126,45 @@ pub(crate) fn tarball(binary: &Path, name: &str, fits: &str, out: &Path) -> Path
     .path
 }
 
+/// Debian's mariadbd of another release than the installed one (apt's lists name it; its binary
+/// package downloads even when its source does not), unpacked from the mirror's .deb: the server
+/// a run builds when the mirror serves an older source than the installed security release.
+fn other_release_server(installed: &str, dir: &Path) -> (String, PathBuf) {
+    let listed = sh("apt-cache madison mariadb-server-core");
+    let other = pgoforge::source::release::parse_madison(&listed, "mariadb-server-core")
+        .into_iter()
+        .map(|r| r.version)
+        .find(|v| v != installed)
+        .unwrap_or_else(|| {
+            panic!(
+                "apt's lists name no mariadb-server-core but the installed {installed}: {listed}"
+            )
+        });
+    let st = Command::new("apt-get")
+        .current_dir(dir)
+        .args(["download", "-q"])
+        .arg(format!("mariadb-server-core={other}"))
+        .status()
+        .expect("running apt-get download");
+    assert!(st.success(), "apt-get download mariadb-server-core={other}");
+    let deb = fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "deb"))
+        .expect("the downloaded .deb");
+    let root = dir.join("root");
+    let st = Command::new("dpkg-deb")
+        .arg("-x")
+        .arg(&deb)
+        .arg(&root)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let bin = relabeled(&root.join("usr/sbin/mariadbd"), &dir.join("relabeled"));
+    (other, bin)
+}
+
 fn deb(tarball: &Path, out: &Path, extra: &[&str]) -> PathBuf {
     let mut args = vec![
         "package".to_string(),
@@ -150,7 +194,14 @@ fn the_deb_takes_debians_place_and_gives_it_back() {
     let before = machine();
     let t = tempfile::tempdir().unwrap();
     let dir = t.path();
-    for d in ["good", "broken", "debs", "wrong"] {
+    for d in [
+        "good",
+        "broken",
+        "debs",
+        "wrong",
+        "other",
+        "other/relabeled",
+    ] {
         fs::create_dir(dir.join(d)).unwrap();
     }
     let good_bin = relabeled_server(&dir.join("good"));
@@ -161,13 +212,29 @@ fn the_deb_takes_debians_place_and_gives_it_back() {
     let broken = tarball(&broken_bin, "mariadb-broken", &fits, &dir.join("broken"));
 
     let good_deb = deb(&good, &dir.join("debs"), &[]);
-    // Same upstream version, another Debian revision: a server package this one does not fit.
-    let other = format!("{fits}~other");
-    let wrong_deb = deb(
-        &good,
-        &dir.join("wrong"),
-        &[&format!("--for-version={other}")],
+    // A build of another release than the installed server (the main job's situation when the
+    // mirror lists a security release whose source it does not serve): a real mariadbd of that
+    // release, packaged as pgoforge packages a build of it. `package deb` says up front that it
+    // does not fit this machine; dpkg refuses it.
+    let (other, other_bin) = other_release_server(&fits, &dir.join("other"));
+    let other_tar = tarball(&other_bin, "mariadb-other", &other, &dir.join("wrong"));
+    let r = common::pgoforge(&[
+        "package",
+        "deb",
+        &other_tar.display().to_string(),
+        &format!("--out={}", dir.join("wrong").display()),
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "this .deb fits mariadb-server-core {other}, but the installed one is {fits}"
+        )) && r.stderr.contains("dpkg will refuse it"),
+        "{}",
+        r.stderr
     );
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let wrong_deb = PathBuf::from(v["path"].as_str().unwrap());
     let broken_deb = deb(&broken, &dir.join("broken"), &[]);
 
     // The package says what it is, and lintian finds no error in it.
@@ -229,8 +296,15 @@ fn the_deb_takes_debians_place_and_gives_it_back() {
     assert!(!get("before_version").ends_with("-pgo"), "{ctx}");
     assert_eq!(get("before_exe"), DEBIAN_BINARY, "{ctx}");
 
-    // Another server version: refused by dpkg, nothing changed.
+    // Another release: refused by dpkg naming the installed release, nothing changed, the
+    // service still Debian's with the data as it was.
     assert_ne!(get("wrong_dpkg_exit"), "0", "{ctx}");
+    assert_eq!(
+        get("wrong_message"),
+        format!("mariadb-server-core is installed, but is version {fits}"),
+        "{ctx}"
+    );
+    assert_eq!(get("wrong_checksum"), checksum, "{ctx}");
     assert_eq!(get("wrong_status"), "not-installed", "{ctx}");
     assert_eq!(get("wrong_diversions"), "0", "{ctx}");
     assert_eq!(get("wrong_binary_sha"), debian_sha, "{ctx}");

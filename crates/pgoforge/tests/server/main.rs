@@ -11,6 +11,7 @@ mod cli_oltp;
 mod client_host;
 mod deploy;
 mod interop;
+mod mirror;
 mod release;
 mod replay;
 mod server;

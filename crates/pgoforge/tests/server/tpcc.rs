@@ -11,8 +11,15 @@ use crate::common;
 use common::{field, oltp, Ran};
 use testsupport::TestServer;
 
-/// The reference copy of sysbench-tpcc (unchanged upstream scripts), beside the repository.
-fn scripts_dir() -> PathBuf {
+/// Where the reference copy of sysbench-tpcc (unchanged upstream scripts) is looked for:
+/// `PGOFORGE_SYSBENCH_TPCC`, else `../shared/reference/sysbench-tpcc` beside the clone (where
+/// this project's CI has it). A user's fresh clone has neither: the test says NOT RUN loudly and
+/// how to get the scripts (docs/TESTING.md), unless `PGOFORGE_REQUIRE_REFERENCE` is set (CI
+/// sets it: there a missing copy is a failure, never a silent skip).
+const UPSTREAM: &str = "https://github.com/Percona-Lab/sysbench-tpcc at commit \
+                        585e2b8af327d35866aed7e56837c2134d8835a9";
+
+fn scripts_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("PGOFORGE_SYSBENCH_TPCC").map_or_else(
         || {
             PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -20,19 +27,31 @@ fn scripts_dir() -> PathBuf {
         },
         PathBuf::from,
     );
-    assert!(
-        dir.join("tpcc.lua").is_file(),
-        "the sysbench-tpcc reference scripts are not at {} (set PGOFORGE_SYSBENCH_TPCC)",
+    if dir.join("tpcc.lua").is_file() {
+        return Some(dir);
+    }
+    let why = format!(
+        "the sysbench-tpcc reference scripts are not at {} (clone {UPSTREAM} there, or set \
+         PGOFORGE_SYSBENCH_TPCC to such a clone)",
         dir.display()
     );
-    dir
+    assert!(
+        std::env::var_os("PGOFORGE_REQUIRE_REFERENCE").is_none(),
+        "{why}; PGOFORGE_REQUIRE_REFERENCE is set, so this is a failure"
+    );
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n*** NOT RUN: tpcc against the reference scripts: {why}. ***\n"
+    );
+    None
 }
 
 /// The reference script: `sysbench tpcc.lua [args] CMD`, run from its directory.
-fn script(srv: &TestServer, cmd: &str, extra: &[&str]) -> Ran {
+fn script(dir: &std::path::Path, srv: &TestServer, cmd: &str, extra: &[&str]) -> Ran {
     let t0 = std::time::Instant::now();
     let out = Command::new("sysbench")
-        .current_dir(scripts_dir())
+        .current_dir(dir)
         .arg("tpcc.lua")
         .args(srv.socket_args())
         .args(extra)
@@ -82,6 +101,7 @@ fn checks_pass(r: &Ran) -> usize {
 
 #[test]
 fn tpcc_interoperates_with_the_reference_scripts() {
+    let Some(dir) = scripts_dir() else { return };
     let srv = TestServer::start().unwrap();
 
     // pgoforge prepares; the script's own check passes on it, and so does ours.
@@ -98,7 +118,7 @@ fn tpcc_interoperates_with_the_reference_scripts() {
     assert_eq!(&ours_rows[..6], &[1, 10, 30_000, 30_000, 30_000, 9_000]);
     assert!((270_000..330_000).contains(&ours_rows[6]), "{ours_rows:?}");
     assert_eq!(&ours_rows[7..], &[100_000, 100_000]);
-    assert_eq!(checks_pass(&script(&srv, "check", &SCALE)), 10);
+    assert_eq!(checks_pass(&script(&dir, &srv, "check", &SCALE)), 10);
     assert_eq!(checks_pass(&oltp(&srv, "check", "tpcc", &SCALE)), 10);
     let ours = show_create_all(&srv);
 
@@ -113,7 +133,7 @@ fn tpcc_interoperates_with_the_reference_scripts() {
     // The script prepares; the schema is identical and pgoforge runs on its tables.
     let c = oltp(&srv, "cleanup", "tpcc", &SCALE);
     assert_eq!(c.code, 0, "{}", c.stderr);
-    let p = script(&srv, "prepare", &SCALE);
+    let p = script(&dir, &srv, "prepare", &SCALE);
     assert_eq!(p.code, 0, "{}{}", p.stdout, p.stderr);
     assert_eq!(show_create_all(&srv), ours);
     let theirs_rows = counts(&srv);
@@ -126,7 +146,7 @@ fn tpcc_interoperates_with_the_reference_scripts() {
     let run = ["--threads=1", "--events=1000", "--time=0"];
     let theirs_log = srv.dir.path().join("general-script.log");
     general_log(&srv, Some(&theirs_log));
-    let theirs_run = script(&srv, "run", &[&SCALE[..], &run[..]].concat());
+    let theirs_run = script(&dir, &srv, "run", &[&SCALE[..], &run[..]].concat());
     general_log(&srv, None);
     assert_eq!(
         theirs_run.code, 0,
