@@ -19,8 +19,6 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
 
-use super::release::Release;
-
 /// How old the private index may be before it is refreshed.
 pub const MAX_AGE: Duration = Duration::from_secs(600);
 
@@ -157,16 +155,16 @@ impl Apt {
     }
 
     /// Every version of source package `package` the index lists in this distribution.
-    pub fn versions(&self, package: &str) -> Result<Vec<Release>> {
+    pub fn versions(&self, package: &str) -> Result<Vec<Listed>> {
         let out = self
             .command("apt-cache")
             .args(["madison", package])
             .output()
             .context("running apt-cache madison")?;
         let text = String::from_utf8_lossy(&out.stdout);
-        Ok(super::release::parse_madison_sources(&text, package)
+        Ok(parse_madison_kind(&text, package, "Sources")
             .into_iter()
-            .filter(|r| super::release::same_distribution(&r.suite, &self.suite))
+            .filter(|r| same_distribution(&r.suite, &self.suite))
             .collect())
     }
 
@@ -339,7 +337,7 @@ pub fn derive_sources(files: &[(PathBuf, String)], suite: &str, codename: &str) 
             let kept: Vec<&String> = e
                 .suites
                 .iter()
-                .filter(|s| super::release::same_distribution(s, suite))
+                .filter(|s| same_distribution(s, suite))
                 .collect();
             if !kept.is_empty() {
                 out.add(&e, &kept);
@@ -497,6 +495,55 @@ fn deb822_entries(text: &str) -> Vec<Entry> {
         }
     }
     v
+}
+
+/// A version an apt index lists, and the suite that lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listed {
+    pub version: String,
+    pub suite: String,
+}
+
+/// `apt-cache madison` lines (`pkg | version | URI suite/component [arch] KIND`) of `package`
+/// whose index is `kind` (`Sources`, `Packages`); anything else (garbage, a line of another
+/// package or kind) is skipped.
+pub fn parse_madison_kind(text: &str, package: &str, kind: &str) -> Vec<Listed> {
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split('|').map(str::trim);
+            let (p, v, from) = (f.next()?, f.next()?, f.next()?);
+            if p != package || !is_version(v) || !from.ends_with(kind) {
+                return None;
+            }
+            let suite = from.split_whitespace().nth(1)?.split('/').next()?;
+            let suite_ok = !suite.is_empty()
+                && suite
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+            suite_ok.then(|| Listed {
+                version: v.to_string(),
+                suite: suite.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Whether `suite` is `base` or one of the suites that update it in place: its security
+/// archive and its stable updates (not backports, which are another distribution's builds).
+pub fn same_distribution(suite: &str, base: &str) -> bool {
+    suite == base
+        || (base == "unstable" && suite == "sid")
+        || suite
+            .strip_prefix(base)
+            .is_some_and(|rest| matches!(rest, "-security" | "-updates" | "-proposed-updates"))
+}
+
+pub fn is_version(v: &str) -> bool {
+    !v.is_empty()
+        && v.len() <= 128
+        && v.starts_with(|c: char| c.is_ascii_digit())
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-' | ':' | '~'))
 }
 
 #[cfg(test)]

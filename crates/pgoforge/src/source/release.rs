@@ -15,7 +15,8 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
-use super::apt::{Apt, Freshness, Log};
+pub use super::apt::same_distribution;
+use super::apt::{is_version, parse_madison_kind, Apt, Freshness, Listed, Log};
 use super::probe::{Answer, Prober};
 use crate::infra::exit::Stop;
 use crate::recipe::SourceSpec;
@@ -250,7 +251,7 @@ pub fn resolve(spec: &SourceSpec, want: &Want) -> anyhow::Result<Option<ReleaseC
         if let Freshness::Stale(why) = apt.refresh(&mut log)? {
             c.stale = Some(why);
         }
-        let mut listed = apt.versions(package)?;
+        let mut listed = listed(apt.versions(package)?);
         listed.sort_by(|a, b| compare(&b.version, &a.version));
         listed.dedup_by(|a, b| a.version == b.version);
         Ok((apt, listed))
@@ -425,53 +426,23 @@ pub fn installed(package: &str) -> Option<String> {
 
 /// `apt-cache madison` lines of source packages (`pkg | version | URI suite/component Sources`).
 pub fn parse_madison_sources(text: &str, package: &str) -> Vec<Release> {
-    parse_madison_kind(text, package, "Sources")
+    listed(parse_madison_kind(text, package, "Sources"))
 }
 
 /// `apt-cache madison` lines (`pkg | version | URI suite/component arch Packages`) for `package`;
 /// anything else (source lines, garbage, a line of another package) is skipped.
 pub fn parse_madison(text: &str, package: &str) -> Vec<Release> {
-    parse_madison_kind(text, package, "Packages")
+    listed(parse_madison_kind(text, package, "Packages"))
 }
 
-fn parse_madison_kind(text: &str, package: &str, kind: &str) -> Vec<Release> {
-    text.lines()
-        .filter_map(|l| {
-            let mut f = l.split('|').map(str::trim);
-            let (p, v, from) = (f.next()?, f.next()?, f.next()?);
-            if p != package || !is_version(v) || !from.ends_with(kind) {
-                return None;
-            }
-            let suite = from.split_whitespace().nth(1)?.split('/').next()?;
-            let suite_ok = !suite.is_empty()
-                && suite
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-            suite_ok.then(|| Release {
-                version: v.to_string(),
-                suite: suite.to_string(),
-                unfetchable: None,
-            })
+fn listed(v: Vec<Listed>) -> Vec<Release> {
+    v.into_iter()
+        .map(|l| Release {
+            version: l.version,
+            suite: l.suite,
+            unfetchable: None,
         })
         .collect()
-}
-
-/// Whether `suite` is `base` or one of the suites that update it in place: its security
-/// archive and its stable updates (not backports, which are another distribution's builds).
-pub fn same_distribution(suite: &str, base: &str) -> bool {
-    suite == base
-        || (base == "unstable" && suite == "sid")
-        || suite
-            .strip_prefix(base)
-            .is_some_and(|rest| matches!(rest, "-security" | "-updates" | "-proposed-updates"))
-}
-
-fn is_version(v: &str) -> bool {
-    !v.is_empty()
-        && v.len() <= 128
-        && v.starts_with(|c: char| c.is_ascii_digit())
-        && v.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-' | ':' | '~'))
 }
 
 /// Debian's version order (deb-version(7)): epoch numerically, then the upstream version and
