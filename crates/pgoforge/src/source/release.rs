@@ -231,136 +231,175 @@ pub fn resolve(spec: &SourceSpec, want: &Want) -> anyhow::Result<Option<ReleaseC
     else {
         return Ok(None);
     };
-    let bin = server_package.clone().unwrap_or_default();
-    let installed = server_package.as_deref().and_then(installed);
     let mut c = ReleaseCheck {
         package: package.clone(),
         building: match want {
             Want::Exact(v) => v.clone(),
             _ => version.clone(),
         },
-        server_package: bin.clone(),
+        server_package: server_package.clone().unwrap_or_default(),
         available: Vec::new(),
-        installed: installed.clone(),
+        installed: server_package.as_deref().and_then(installed),
         align: None,
         unchecked: None,
         stale: None,
     };
-    let listed = Apt::for_suite(suite).and_then(|apt| {
-        let mut log = Log::default();
-        if let Freshness::Stale(why) = apt.refresh(&mut log)? {
-            c.stale = Some(why);
+    let (apt, listed) = match listing(package, suite) {
+        Ok((apt, listed, stale)) => {
+            c.stale = stale;
+            (apt, listed)
         }
+        Err(why) => return unchecked(c, want, why),
+    };
+    let pinned = match want {
+        Want::Exact(v) => Some(v.as_str()),
+        _ => None,
+    };
+    c.available = listed;
+    probe(&apt, package, &mut c.available, pinned);
+    match pinned {
+        Some(v) => refuse_unfetchable_pin(&c, v, suite)?,
+        None => match c.newest() {
+            Some(n) => c.building = n.version.clone(),
+            None => return nothing_fetchable(c, want, suite),
+        },
+    }
+    c.align = align_command(&c);
+    Ok(Some(c))
+}
+
+/// The private index, refreshed, and the releases of `package` it lists in `suite`'s
+/// distribution, newest first (and why the index is stale, if it is); why not, if none.
+fn listing(package: &str, suite: &str) -> Result<(Apt, Vec<Release>, Option<String>), String> {
+    let found = Apt::for_suite(suite).and_then(|apt| {
+        let mut log = Log::default();
+        let stale = match apt.refresh(&mut log)? {
+            Freshness::Stale(why) => Some(why),
+            Freshness::Fresh => None,
+        };
         let mut listed = listed(apt.versions(package)?);
         listed.sort_by(|a, b| compare(&b.version, &a.version));
         listed.dedup_by(|a, b| a.version == b.version);
-        Ok((apt, listed))
+        Ok((apt, listed, stale))
     });
-    let (apt, mut listed) = match listed {
-        Ok((apt, l)) if !l.is_empty() => (apt, l),
-        Ok(_) => {
-            return unchecked(
-                c,
-                want,
-                format!("the index lists no source package {package} in {suite} or its -security and -updates suites"),
-            )
-        }
-        Err(e) => return unchecked(c, want, format!("{e:#}")),
-    };
+    match found {
+        Ok((_, l, _)) if l.is_empty() => Err(format!(
+            "the index lists no source package {package} in {suite} or its -security and -updates suites"
+        )),
+        Ok(found) => Ok(found),
+        Err(e) => Err(format!("{e:#}")),
+    }
+}
+
+/// Asks the mirror about `listed` (newest first): every release newer than the pin (all, without
+/// one) down to the first whose files are all served — so that a newer release named to the user
+/// is one that can be built —, then the pin; when the pin cannot be fetched, every other release
+/// too, so that the refusal lists what can.
+fn probe(apt: &Apt, package: &str, listed: &mut [Release], pinned: Option<&str>) {
     let prober = Prober::new();
-    let pinned = match want {
-        Want::Exact(v) => Some(v.clone()),
-        _ => None,
+    let mut asked = vec![false; listed.len()];
+    for (i, r) in listed.iter_mut().enumerate() {
+        if pinned.is_some_and(|p| compare(&r.version, p) != Ordering::Greater) {
+            break;
+        }
+        r.unfetchable = unfetchable(apt, &prober, package, &r.version);
+        asked[i] = true;
+        if r.unfetchable.is_none() {
+            break;
+        }
+    }
+    let Some(p) = pinned else { return };
+    let pin = listed.iter().position(|r| r.version == p);
+    if let Some(i) = pin {
+        listed[i].unfetchable = unfetchable(apt, &prober, package, p);
+        asked[i] = true;
+    }
+    if pin.is_none_or(|i| listed[i].unfetchable.is_some()) {
+        for (i, r) in listed.iter_mut().enumerate() {
+            if !asked[i] {
+                r.unfetchable = unfetchable(apt, &prober, package, &r.version);
+            }
+        }
+    }
+}
+
+/// Each release found unfetchable and why, one line each.
+fn why_not(c: &ReleaseCheck) -> String {
+    c.available
+        .iter()
+        .filter_map(|r| {
+            r.unfetchable
+                .as_ref()
+                .map(|w| format!("  {} ({}): {w}", r.version, r.suite))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Refuses (exit status 2) a pin the index does not list or whose files the mirror does not
+/// serve, naming the releases it does serve.
+fn refuse_unfetchable_pin(c: &ReleaseCheck, v: &str, suite: &str) -> anyhow::Result<()> {
+    let Some(pin) = c.available.iter().find(|r| r.version == v) else {
+        return refuse_pin(
+            c,
+            v,
+            &format!(
+            "the mirror's index does not list it in {suite} or its -security and -updates suites"
+        ),
+        );
     };
-    if let Some(v) = &pinned {
-        if let Some(r) = listed.iter_mut().find(|r| r.version == *v) {
-            r.unfetchable = unfetchable(&apt, &prober, package, v);
-        }
+    match pin.unfetchable {
+        None => Ok(()),
+        Some(_) => refuse_pin(c, v, "its source cannot be fetched from the mirror"),
     }
-    let pin_ok = pinned.as_ref().is_some_and(|v| {
-        listed
-            .iter()
-            .any(|r| r.version == *v && r.unfetchable.is_none())
-    });
-    if !pin_ok {
-        // Newest first, down to the first release whose every file is served.
-        for r in listed.iter_mut() {
-            if Some(&r.version) == pinned.as_ref() {
-                if r.unfetchable.is_some() {
-                    continue;
-                }
-            } else {
-                r.unfetchable = unfetchable(&apt, &prober, package, &r.version);
-            }
-            if r.unfetchable.is_none() && pinned.is_none() {
-                break;
-            }
-        }
-    }
-    c.available = listed;
+}
+
+fn refuse_pin(c: &ReleaseCheck, v: &str, what: &str) -> anyhow::Result<()> {
     let fetchable: Vec<String> = c
         .available
         .iter()
         .filter(|r| r.unfetchable.is_none())
         .map(|r| format!("{} ({})", r.version, r.suite))
         .collect();
-    let why_not = |c: &ReleaseCheck| -> String {
-        c.available
-            .iter()
-            .filter_map(|r| {
-                r.unfetchable
-                    .as_ref()
-                    .map(|w| format!("  {} ({}): {w}", r.version, r.suite))
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    match &pinned {
-        Some(v) if !pin_ok => {
-            let listed_here = c.available.iter().any(|r| r.version == *v);
-            let what = if listed_here {
-                "its source cannot be fetched from the mirror".to_string()
-            } else {
-                format!("the mirror's index does not list it in {suite} or its -security and -updates suites")
-            };
-            crate::usage!(
-                "--source-version {v}: {what}.\n{}\nReleases of {package} the mirror serves: {} \
-                 (give one with --source-version, or leave it out for the newest)",
-                why_not(&c),
-                if fetchable.is_empty() {
-                    "none".to_string()
-                } else {
-                    fetchable.join(", ")
-                }
-            );
+    crate::usage!(
+        "--source-version {v}: {what}.\n{}\nReleases of {} the mirror serves: {} (give one with \
+         --source-version, or leave it out for the newest)",
+        why_not(c),
+        c.package,
+        if fetchable.is_empty() {
+            "none".to_string()
+        } else {
+            fetchable.join(", ")
         }
-        Some(_) => {}
-        None => match c.newest() {
-            Some(n) => c.building = n.version.clone(),
-            None => {
-                let all_silent = c.available.iter().all(|r| {
-                    r.unfetchable
-                        .as_deref()
-                        .is_some_and(|w| w.starts_with("the mirror did not answer"))
-                });
-                if all_silent {
-                    let why = why_not(&c).trim().to_string();
-                    c.available.iter_mut().for_each(|r| r.unfetchable = None);
-                    return unchecked(c, want, format!("the mirror did not answer: {why}"));
-                }
-                return Err(Stop::SourceUnavailable(format!(
-                    "no release of {package} in {suite} can be fetched from the mirror:\n{}\n\
-                     Its index lists them, its pool does not hold them (a mirror that lags or \
-                     dropped superseded files). Try again later or use another mirror in apt's \
-                     sources; or give a source yourself (--source DIR|TARBALL)",
-                    why_not(&c)
-                ))
-                .into());
-            }
-        },
+    );
+}
+
+/// No listed release can be fetched: when the mirror only stayed silent, the recipe's release is
+/// tried (the download decides); when it answered that the files are missing, the run stops.
+fn nothing_fetchable(
+    mut c: ReleaseCheck,
+    want: &Want,
+    suite: &str,
+) -> anyhow::Result<Option<ReleaseCheck>> {
+    let all_silent = c.available.iter().all(|r| {
+        r.unfetchable
+            .as_deref()
+            .is_some_and(|w| w.starts_with("the mirror did not answer"))
+    });
+    if all_silent {
+        let why = why_not(&c).trim().to_string();
+        c.available.iter_mut().for_each(|r| r.unfetchable = None);
+        return unchecked(c, want, format!("the mirror did not answer: {why}"));
     }
-    c.align = align_command(&c);
-    Ok(Some(c))
+    Err(Stop::SourceUnavailable(format!(
+        "no release of {} in {suite} can be fetched from the mirror:\n{}\nIts index lists them, \
+         its pool does not hold them (a mirror that lags or dropped superseded files). Try again \
+         later or use another mirror in apt's sources; or give a source yourself (--source \
+         DIR|TARBALL)",
+        c.package,
+        why_not(&c)
+    ))
+    .into())
 }
 
 /// The check when the mirror could not be asked: the recipe's version (or the pin) is built,

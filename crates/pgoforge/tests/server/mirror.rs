@@ -16,14 +16,15 @@ use serde_json::Value;
 
 use crate::common::{pgoforge_env, Ran};
 
-/// A directory served over HTTP: files answer 200, anything else 404.
+/// A directory served over HTTP: files answer 200, anything else 404; a file whose name ends
+/// with `hang` is never answered (the connection stays open, silent, until the test ends).
 struct Mirror {
     port: u16,
     stop: Arc<AtomicBool>,
 }
 
 impl Mirror {
-    fn serve(root: PathBuf) -> Mirror {
+    fn serve(root: PathBuf, hang: Option<&'static str>) -> Mirror {
         let l = TcpListener::bind("127.0.0.1:0").expect("a port on 127.0.0.1");
         let port = l.local_addr().unwrap().port();
         let stop = Arc::new(AtomicBool::new(false));
@@ -35,6 +36,7 @@ impl Mirror {
                 }
                 let Ok(mut c) = conn else { continue };
                 let root = root.clone();
+                let s = s.clone();
                 std::thread::spawn(move || {
                     let mut r = BufReader::new(c.try_clone().unwrap());
                     let mut line = String::new();
@@ -50,6 +52,12 @@ impl Mirror {
                     let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
                     let path = path.replace("%2b", "+").replace("%2B", "+");
                     let file = root.join(path.trim_start_matches('/'));
+                    if hang.is_some_and(|h| path.ends_with(h)) {
+                        while !s.load(Ordering::SeqCst) {
+                            std::thread::sleep(std::time::Duration::from_millis(100));
+                        }
+                        return;
+                    }
                     let head = line.starts_with("HEAD");
                     let reply = match fs::read(&file) {
                         Ok(body) if file.is_file() && !path.contains("..") => {
@@ -170,11 +178,20 @@ struct Setup {
 
 impl Setup {
     fn new(suite: &str, versions: &[&str], damage: impl Fn(&Path)) -> Setup {
+        Setup::with_mirror(suite, versions, damage, None)
+    }
+
+    fn with_mirror(
+        suite: &str,
+        versions: &[&str],
+        damage: impl Fn(&Path),
+        hang: Option<&'static str>,
+    ) -> Setup {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("mirror");
         repository(&root, suite, versions);
         damage(&root.join("pool/main/p/pgoforge-fixture"));
-        let mirror = Mirror::serve(root);
+        let mirror = Mirror::serve(root, hang);
         let etc = dir.path().join("etc");
         fs::create_dir_all(etc.join("parts")).unwrap();
         fs::write(
@@ -188,7 +205,7 @@ impl Setup {
         fs::write(
             etc.join("apt.conf"),
             format!(
-                "Dir::Etc::sourcelist \"{0}/sources.list\";\nDir::Etc::sourceparts \"{0}/parts\";\nAcquire::http::Timeout \"5\";\nAcquire::Retries \"0\";\n",
+                "Dir::Etc::sourcelist \"{0}/sources.list\";\nDir::Etc::sourceparts \"{0}/parts\";\nAcquire::http::Timeout \"3\";\nAcquire::Retries \"0\";\n",
                 etc.display()
             ),
         )
@@ -348,4 +365,32 @@ fn a_file_served_with_other_bytes_stops_the_fetch_with_exit_7_and_leaves_no_tree
     assert!(fs::read_to_string(log)
         .unwrap()
         .contains("Hash Sum mismatch"));
+}
+
+#[test]
+fn a_mirror_that_does_not_answer_stops_the_fetch_with_exit_7_naming_the_file() {
+    // The .dsc is served; the tarball's request is accepted and never answered. The check
+    // before the build cannot tell (no answer is not a 404), so the recipe's release is tried,
+    // and apt's own timeout ends the download.
+    let s = Setup::with_mirror("pgosilent", &["3.0"], |_| {}, Some(".tar.xz"));
+    let plan = s.pgoforge(&["run", "--plan"]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    assert!(
+        plan.stderr
+            .contains("cannot tell which releases of pgoforge-fixture the mirror serves")
+            && plan.stderr.contains("the mirror did not answer"),
+        "{}",
+        plan.stderr
+    );
+    let r = s.pgoforge(&["source"]);
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("cannot fetch pgoforge-fixture 3.0 (pgosilent)")
+            && r.stderr.contains("pgoforge-fixture_3.0.tar.xz:")
+            && r.stderr.contains("nothing was kept"),
+        "{}",
+        r.stderr
+    );
+    assert!(s.sources().is_empty(), "{:?}", s.sources());
 }
