@@ -2,7 +2,7 @@
 //! the replies whose shapes differ between servers — a text result set with NULLs, an OK packet,
 //! prepared statements with integer and string parameters, a server error. Prints what it got.
 //!
-//! scripts/capture-mysql-protocol.py records the bytes of this session between the driver and a
+//! tools/capture-mysql-protocol.py records the bytes of this session between the driver and a
 //! real mysqld; crates/oltp/tests/fast/mysql_captures.rs replays the server's side of the recording to
 //! the same session (this file, included there) and checks the driver reads it as it did live.
 //!

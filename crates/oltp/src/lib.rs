@@ -21,6 +21,7 @@ pub mod runner;
 pub mod schema;
 pub mod script;
 pub mod settings;
+pub mod tables;
 pub mod tpcc;
 pub mod workload;
 

@@ -5,35 +5,13 @@
 //! table's rows come from a generator seeded by the table number (and `--rand-seed`), so a prepare
 //! is reproducible whatever the thread count.
 
-use std::thread;
-
 use crate::proto::{Conn, DbError};
 use crate::rng::{Distribution, SbRng};
 use crate::settings::{Settings, TestName};
 use crate::workload::{push_int, C_TEMPLATE, PAD_TEMPLATE};
 
-/// sysbench's client buffer for multi-row INSERTs.
-pub const BULK_PACKET_SIZE: usize = 512 * 1024;
-
-/// Receives the progress lines sysbench prints ("Creating table 'sbtest1'...").
-pub type Log<'a> = &'a (dyn Fn(&str) + Sync);
-
-#[derive(Debug, thiserror::Error)]
-pub enum SchemaError {
-    #[error("{context}: {source}")]
-    Db {
-        context: String,
-        #[source]
-        source: DbError,
-    },
-    #[error("{0}")]
-    Unsupported(String),
-}
-
-pub(crate) fn ctx(context: impl Into<String>) -> impl FnOnce(DbError) -> SchemaError {
-    let context = context.into();
-    move |source| SchemaError::Db { context, source }
-}
+use crate::tables::{connect, ctx, per_table};
+pub use crate::tables::{Log, SchemaError, BULK_PACKET_SIZE};
 
 /// The tables a test works on.
 pub fn table_names(s: &Settings) -> Vec<String> {
@@ -71,40 +49,6 @@ pub fn create_table_sql(s: &Settings, n: u32) -> String {
         "CREATE TABLE sbtest{n}(\n  id {id_def},\n  k INTEGER DEFAULT '0' NOT NULL,\n  c CHAR(120) DEFAULT '' NOT NULL,\n  pad CHAR(60) DEFAULT '' NOT NULL,\n  {index} (id)\n) /*! ENGINE = {} */ ",
         s.schema.storage_engine
     )
-}
-
-pub(crate) fn connect(s: &Settings, i: usize) -> Result<Conn, SchemaError> {
-    let opts = s.conn.for_connection(i);
-    Conn::connect(&opts).map_err(ctx("connecting"))
-}
-
-/// Runs `work(conn, table)` for every table, table t on connection (t-1) % threads.
-pub(crate) fn per_table<F>(s: &Settings, tables: u32, work: F) -> Result<(), SchemaError>
-where
-    F: Fn(&mut Conn, u32) -> Result<(), SchemaError> + Sync,
-{
-    let workers = s.threads.min(tables).max(1);
-    thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|w| {
-                let work = &work;
-                scope.spawn(move || -> Result<(), SchemaError> {
-                    let mut conn = connect(s, w as usize)?;
-                    let mut t = w + 1;
-                    while t <= tables {
-                        work(&mut conn, t)?;
-                        t += workers;
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("prepare worker panicked"))
-            .collect::<Result<Vec<()>, _>>()
-            .map(|_| ())
-    })
 }
 
 pub fn prepare(s: &Settings, log: Log) -> Result<(), SchemaError> {

@@ -337,9 +337,9 @@ pub struct Settings {
     /// The replayed workload file; left out while unset, as `tpcc`.
     #[serde(
         default,
-        skip_serializing_if = "crate::replay::ReplayOptions::is_default"
+        skip_serializing_if = "crate::replay::options::ReplayOptions::is_default"
     )]
-    pub replay: crate::replay::ReplayOptions,
+    pub replay: crate::replay::options::ReplayOptions,
 }
 
 impl Settings {
@@ -366,7 +366,7 @@ impl Settings {
             delta: 5,
             conn: ConnSettings::default(),
             tpcc: TpccOptions::default(),
-            replay: crate::replay::ReplayOptions::default(),
+            replay: crate::replay::options::ReplayOptions::default(),
         }
     }
 

@@ -281,7 +281,7 @@ impl Draws {
 pub struct Workload {
     pub settings: Settings,
     /// The replayed file, for `replay`.
-    pub replay: Option<std::sync::Arc<crate::replay::Workload>>,
+    pub replay: Option<std::sync::Arc<crate::replay::parse::Workload>>,
     pub plan: Vec<Op>,
     pub dist: Distribution,
     pub unique: Unique,

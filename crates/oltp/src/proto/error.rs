@@ -34,7 +34,7 @@ impl fmt::Display for ServerError {
 
 impl ServerError {
     pub(crate) fn parse(payload: &[u8]) -> ServerError {
-        let code = super::packet::get_u16(payload, 1);
+        let code = super::int::get_u16(payload, 1);
         let (sqlstate, msg) = if payload.get(3) == Some(&b'#') && payload.len() >= 9 {
             (
                 String::from_utf8_lossy(&payload[4..9]).into_owned(),

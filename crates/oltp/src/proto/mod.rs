@@ -10,6 +10,7 @@ pub mod conn;
 mod endpoint;
 pub mod error;
 mod handshake;
+mod int;
 pub mod packet;
 pub mod response;
 

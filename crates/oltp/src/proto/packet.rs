@@ -5,6 +5,7 @@
 //! copying them, so a result set is walked in place and never turned into rows unless asked.
 
 use super::error::DbError;
+pub use super::int::{get_u16, get_u32};
 
 /// Payloads of this size continue in the next packet; the driver never sends or expects them.
 pub const MAX_PAYLOAD: usize = 0xFF_FFFF;
@@ -66,16 +67,6 @@ pub fn get_lenenc(buf: &[u8], pos: &mut usize) -> Option<u64> {
     };
     *pos += n;
     Some(v)
-}
-
-pub fn get_u16(buf: &[u8], pos: usize) -> u16 {
-    buf.get(pos..pos + 2)
-        .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]))
-}
-
-pub fn get_u32(buf: &[u8], pos: usize) -> u32 {
-    buf.get(pos..pos + 4)
-        .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 /// Bytes received from one connection, consumed packet by packet.

@@ -9,39 +9,20 @@
 //! results keep counts only (statements, errors by code, rows returned against rows logged),
 //! never a statement's text or values.
 
+pub mod options;
 pub mod parse;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub use options::ReplayOptions;
 pub use parse::{Format, ParseError, Statement, Workload};
 
-use crate::schema::{connect, ctx, Log, SchemaError};
 use crate::script::{Cx, Flow};
 use crate::settings::Settings;
-
-/// `--replay-file`, `--replay-format`, `--replay-dataset`, `--replay-datadir`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReplayOptions {
-    pub file: PathBuf,
-    pub format: Format,
-    /// A SQL file (e.g. a mysqldump) that `prepare` loads: the data the statements run against.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dataset: Option<PathBuf>,
-    /// A stopped server's datadir holding that data instead (the pipeline copies it into its
-    /// dataset template and never writes the original; `oltp` runs against a server as it is).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub datadir: Option<PathBuf>,
-}
-
-impl ReplayOptions {
-    pub fn is_default(&self) -> bool {
-        *self == ReplayOptions::default()
-    }
-}
+use crate::tables::{connect, ctx, Log, SchemaError};
 
 /// What a replay counted beyond sysbench's counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -13,8 +13,8 @@
 use super::ddl::{create_tables, drop_tables, foreign_keys, indexes};
 use super::*;
 use crate::proto::Conn;
-use crate::schema::{connect, ctx, per_table, Log, SchemaError, BULK_PACKET_SIZE};
 use crate::settings::Settings;
+use crate::tables::{connect, ctx, per_table, Log, SchemaError, BULK_PACKET_SIZE};
 
 /// A multi-row INSERT being gathered (sysbench's `bulk_insert_init/next/done`).
 struct Bulk<'a> {

@@ -1,5 +1,5 @@
 //! The driver against byte sequences recorded from real servers (tests/captures/*.json, made by
-//! scripts/capture-mysql-protocol.py; the README there says from which server and how). A fake
+//! tools/capture-mysql-protocol.py; the README there says from which server and how). A fake
 //! server replays the server's side of each recorded connection packet by packet; the driver runs
 //! the same scripted session (examples/mysql_session.rs) and must read every reply as it did
 //! live, and send what it sent then — the one exception is caching_sha2_password's RSA-encrypted
