@@ -9,8 +9,8 @@ from wait4's rusage), and prints a Markdown report with the ratios.
 With `--tests tpcc` the sysbench side is the reference sysbench-tpcc script (tpcc.lua, run from
 --tpcc-scripts) and the tables are prepared once by pgoforge at --tpcc-scale warehouses.
 
-Usage: scripts/bench-driver.py [--time 10] [--rounds 2] [--pgoforge target/release/pgoforge]
-       scripts/bench-driver.py --serve     # start the server, print how to connect, wait
+Usage: tools/bench-driver.py [--time 10] [--rounds 2] [--pgoforge target/release/pgoforge]
+       tools/bench-driver.py --serve     # start the server, print how to connect, wait
 """
 import argparse
 import os

@@ -3,7 +3,7 @@
 # training mix scaled to 1/8, 1/4, 1/2 and 1/1, then compares the profiles (fdata-overlap.py) and
 # BOLT's outputs under cachegrind (instructions, I1 misses, mispredicts per transaction).
 #
-#   scripts/bolt-profile-length.sh BOLT_READY_SERVER OUT_DIR [PGOFORGE]
+#   tools/bolt-profile-length.sh BOLT_READY_SERVER OUT_DIR [PGOFORGE]
 #
 # The server is copied beside itself as <name>-conv (share files are found next to the binary), so
 # the original's .bolt output is left alone. Results in docs/bench/train.md.

@@ -1,6 +1,6 @@
 #!/bin/sh
 # usage: unshare --mount --pid --fork --propagation private tests/fixtures/deploy/isolated-root.sh DIR \
-#          scripts/deb-real-build-check.sh DIR/out.txt PACKAGE.deb DEBIAN_VERSION   (as root; DIR holds the .deb)
+#          tools/deb-real-build-check.sh DIR/out.txt PACKAGE.deb DEBIAN_VERSION   (as root; DIR holds the .deb)
 # The .deb of a real PGO+LTO build on Debian's own MariaDB of the version it was built from,
 # inside isolated-root.sh: Debian's server (downgraded in the overlay to that version if need be)
 # started by its init script, data written, the .deb installed, Debian's plugins loaded into the

@@ -9,7 +9,7 @@ the data can refute.
 The design is read from each run's plan.json (slice_seconds; absent = the plain design); the
 baseline is the plan's first contender, every other contender is compared with it.
 
-usage: scripts/design-compare.py RUN_DIR [...]   (scripts/slice-experiment.sh writes such runs)
+usage: tools/design-compare.py RUN_DIR [...]   (tools/slice-experiment.sh writes such runs)
 """
 import collections
 import json

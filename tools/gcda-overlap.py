@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How much two GCC profiles (gcda directories of the same build) agree.
 
-    scripts/gcda-overlap.py REFERENCE_DIR OTHER_DIR...
+    tools/gcda-overlap.py REFERENCE_DIR OTHER_DIR...
 
 For each OTHER against REFERENCE, from `gcov-dump-12 -l` (gcov-tool's own `overlap` prints 0 % and
 "inf" for GCC 12 profiles, whose summaries no longer carry the totals it divides by):

@@ -3,8 +3,8 @@
 # Ninja build tree with its own command line three times — -g (RelWithDebInfo's default), -g1
 # (MINIMAL_RELWITHDEBINFO, the recipe's) and -g0 — one at a time, and prints the seconds and the
 # object's size for each. Run on an idle machine.
-#   usage: scripts/mysql-debuginfo-cost.sh BUILD_DIR SOURCE_SUFFIX...
-#   e.g.:  scripts/mysql-debuginfo-cost.sh $B sql/sql_yacc.cc storage/innobase/handler/ha_innodb.cc
+#   usage: tools/mysql-debuginfo-cost.sh BUILD_DIR SOURCE_SUFFIX...
+#   e.g.:  tools/mysql-debuginfo-cost.sh $B sql/sql_yacc.cc storage/innobase/handler/ha_innodb.cc
 set -euo pipefail
 build=$1; shift
 cd "$build"

@@ -17,8 +17,10 @@ import json
 import math
 import os
 import statistics as st
-import sys
 from collections import defaultdict
+
+import runlib
+from runlib import cv
 
 
 def host(run_dir):
@@ -30,29 +32,17 @@ def host(run_dir):
     return f"{env.get('cpu', '?')}, kernel {env.get('kernel', '?')}, {fp}"
 
 
-def cv(xs):
-    xs = [x for x in xs if x > 0]
-    if len(xs) < 3:
-        return None
-    return st.pstdev(xs) / st.mean(xs)
-
-
 def med(xs):
     xs = [x for x in xs if x is not None]
     return st.median(xs) if xs else float("nan")
 
 
 def analyse(run_dir):
-    recs = [json.loads(line) for line in open(os.path.join(run_dir, "results.jsonl")) if line.strip()]
-    recs = [r for r in recs if r.get("result", {}).get("complete", True)]
+    recs = runlib.records(run_dir)
     sliced = any("slice" in r for r in recs)
     version = next((r["result"]["server"]["version"] for r in recs if "server" in r["result"]), "?")
     print(f"{run_dir}\n  {host(run_dir)}; server {version}; {'sliced' if sliced else 'plain'} design")
-    # (workload, threads) -> (round, contender) -> list of records (one, or one per slice)
-    cells = defaultdict(lambda: defaultdict(list))
-    for r in recs:
-        cells[(r["workload"], r["threads"])][(r["round"], r["contender"])].append(r)
-    for (w, t), by in sorted(cells.items()):
+    for (w, t), by in sorted(runlib.cells(recs).items()):
         per_second, cpu_per_trx = [], defaultdict(list)
         tps = defaultdict(dict)  # contender -> round -> TPS
         for (rnd, c), rs in by.items():
@@ -88,12 +78,5 @@ def analyse(run_dir):
         )
 
 
-def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    for d in sys.argv[1:]:
-        analyse(d)
-
-
 if __name__ == "__main__":
-    main()
+    runlib.main(analyse, __doc__)

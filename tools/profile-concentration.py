@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How concentrated a GCC profile is: how many functions carry 50 / 90 / 99 % of its counts.
 
-    scripts/profile-concentration.py GCDA_DIR...
+    tools/profile-concentration.py GCDA_DIR...
 
 Counts are arc counters read with `gcov-dump-12 -l` (the same reader as gcda-overlap.py). Per
 directory: functions in the profile, functions with any count, the functions (and their source

@@ -2,7 +2,7 @@
 # The first real training run on this machine: MariaDB 10.11.18 (default recipe) with gcc —
 # pgo-gen build, training, pgo+bolt build, BOLT by instrumentation, correctness gate.
 # Every stage is a pgoforge subcommand; builds are cached, so a rerun skips finished ones.
-# Usage: scripts/real-run-train.sh [WORK_DIR] [PGOFORGE]
+# Usage: tools/real-run-train.sh [WORK_DIR] [PGOFORGE]
 set -euo pipefail
 WORK=${1:-pgoforge-work}
 PGOFORGE=${2:-target/release/pgoforge}

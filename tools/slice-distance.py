@@ -7,7 +7,7 @@ average. If the host's noise fades within seconds, pairs further apart scatter m
 pair of contenders, each round's log-ratio less the pair's mean over the run; the residuals'
 root-mean-square pooled by d (the round's order decides a pair's d, so one pair has several).
 
-usage: scripts/slice-distance.py RUN_DIR/results.jsonl [...]
+usage: tools/slice-distance.py RUN_DIR/results.jsonl [...]
 """
 import collections, json, math, statistics, sys
 for path in sys.argv[1:]:

@@ -6,7 +6,7 @@
 # docs/bench/trust.md quotes what this printed.
 #
 #   [DESIGNS="0 2"] [ROUNDS=8] [WORKLOADS=oltp_read_only] [WORK=a pgoforge work dir] \
-#     scripts/slice-experiment.sh BASELINE_SERVER OPTIMIZED_SERVER OUT_DIR
+#     tools/slice-experiment.sh BASELINE_SERVER OPTIMIZED_SERVER OUT_DIR
 #
 # The first experiment (2026-12-02, DESIGNS="0 2") named its outputs aa-plain, aa-sliced, ab-plain
 # and ab-sliced; this form names them aa-plain, aa-slice2, …

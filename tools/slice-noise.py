@@ -19,9 +19,9 @@ For every workload of every run given:
    boundary are two servers measured 1 s apart — their log-ratio's variance, per second measured,
    against the 2-second slices' (a ratio above 1: shorter slices would need that much less time
    for the same interval). An estimate, not a measurement: the emulated pairs all straddle a
-   switch, whose cost on write workloads (scripts/slice-switch-cost.py) it does not remove.
+   switch, whose cost on write workloads (tools/slice-switch-cost.py) it does not remove.
 
-usage: scripts/slice-noise.py RUN_DIR/results.jsonl [...]
+usage: tools/slice-noise.py RUN_DIR/results.jsonl [...]
 """
 import collections
 import itertools

@@ -12,7 +12,7 @@ same split by which contender ran the slice before (a faster predecessor leaves 
 behind on write workloads: the one cost that is not shared alike, since a contender never
 follows itself).
 
-usage: scripts/slice-switch-cost.py RUN_DIR/results.jsonl [...]
+usage: tools/slice-switch-cost.py RUN_DIR/results.jsonl [...]
 """
 import collections
 import json

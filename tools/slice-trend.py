@@ -7,7 +7,7 @@ cells had that slice below half their mean. For each workload whose first three 
 below 0.8 of the last three: that start/end ratio by round and by contender, and the server's CPU
 seconds in its slow slices against its fast ones (a server waiting for its disk uses little CPU).
 
-    scripts/slice-trend.py docs/results/mysql-9.7-default/results.jsonl
+    tools/slice-trend.py docs/results/mysql-9.7-default/results.jsonl
 """
 
 import collections

@@ -19,12 +19,11 @@ steal over its measured runs and the share of them that lost 10 % or more; per w
 docs/bench/steal/ holds its output over every committed run.
 """
 
-import json
 import math
-import os
 import statistics as st
-import sys
-from collections import defaultdict
+
+import runlib
+from runlib import cv
 
 
 def corr(xs, ys):
@@ -39,23 +38,8 @@ def fmt(r):
     return "   —  " if r is None else f"{r:+.2f} "
 
 
-def cv(xs):
-    xs = [x for x in xs if x > 0]
-    if len(xs) < 3:
-        return None
-    return st.pstdev(xs) / st.mean(xs)
-
-
 def analyse(run_dir):
-    recs = [json.loads(line) for line in open(os.path.join(run_dir, "results.jsonl")) if line.strip()]
-    recs = [
-        r
-        for r in recs
-        if r.get("result", {}).get("complete", True)
-        and r.get("load")
-        and r["result"].get("total_time_s", 0) > 0
-        and r["result"].get("transactions", 0) > 0
-    ]
+    recs = runlib.records(run_dir, runlib.measured)
     if not recs:
         print(f"{run_dir}\n  no run recorded its load")
         return
@@ -65,12 +49,8 @@ def analyse(run_dir):
         f"{run_dir}\n  steal: mean {st.mean(steal) * 100:.1f} % over {len(steal)} measured runs, "
         f"{high * 100:.0f} % of them 10 % or more, the worst {max(steal) * 100:.0f} %"
     )
-    cells = defaultdict(lambda: defaultdict(list))  # (workload, threads) -> (round, contender) -> recs
-    for r in recs:
-        cells[(r["workload"], r["threads"])][(r["round"], r["contender"])].append(r)
-    contenders = sorted({r["contender"] for r in recs})
-    base = next((c for c in ("baseline", "gcc-baseline", "a") if c in contenders), contenders[0])
-    for (w, t), by in sorted(cells.items()):
+    base = runlib.baseline({r["contender"] for r in recs})
+    for (w, t), by in sorted(runlib.cells(recs).items()):
         dev, st_of, per_second = [], [], []
         mean_steal, log_tps = {}, {}
         for (rnd, c), rs in by.items():
@@ -109,12 +89,5 @@ def analyse(run_dir):
         )
 
 
-def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    for d in sys.argv[1:]:
-        analyse(d)
-
-
 if __name__ == "__main__":
-    main()
+    runlib.main(analyse, __doc__)

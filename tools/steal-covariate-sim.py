@@ -8,7 +8,7 @@ each losing an exponential share of its CPU to the hypervisor (mean 5 %, plus `b
 variant: its servers see more or less of it on average), which costs 4 log-TPS units per unit of
 steal share (the slope measured in docs/bench/steal/covariate.txt), on top of the true log effect,
 the host's mood that round (shared by both: sd 5 %) and each slice's own noise (sd 2 %). The slope
-is estimated within cells as scripts/steal-covariate.py does; each round's log ratio then has
+is estimated within cells as tools/steal-covariate.py does; each round's log ratio then has
 slope × steal difference subtracted, either as it is ("uncentred") or less its mean over rounds
 ("centred"), and a Student-t 95 % interval with n − 2 degrees of freedom is computed from the
 adjusted ratios. Printed: how often each interval covers the steal-free effect (uncentred's

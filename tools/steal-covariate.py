@@ -18,34 +18,21 @@ For each workload of a sliced run (results.jsonl with load.steal_share per slice
 docs/bench/steal/ holds its output over every committed sliced run.
 """
 
-import json
 import math
 import statistics as st
-import sys
-from collections import defaultdict
+
+import runlib
 
 
 def analyse(d):
-    recs = [json.loads(line) for line in open(d + "/results.jsonl") if line.strip()]
-    recs = [
-        r
-        for r in recs
-        if r.get("load")
-        and r.get("slice") is not None
-        and r["result"].get("transactions", 0) > 0
-        and r["result"].get("total_time_s", 0) > 0
-        and r["result"].get("complete", True)
-    ]
+    recs = runlib.records(d, lambda r: runlib.measured(r) and r.get("slice") is not None)
     if not recs:
         print(f"{d}\n  not a sliced run with recorded load")
         return
     contenders = sorted({r["contender"] for r in recs})
-    base = next((c for c in ("baseline", "gcc-baseline", "a") if c in contenders), contenders[0])
-    cells = defaultdict(lambda: defaultdict(list))
-    for r in recs:
-        cells[(r["workload"], r["threads"])][(r["round"], r["contender"])].append(r)
+    base = runlib.baseline(contenders)
     print(f"{d} (against {base})")
-    for (w, t), by in sorted(cells.items()):
+    for (w, t), by in sorted(runlib.cells(recs).items()):
         xs, ys, log_tps, steal = [], [], {}, {}
         for k, rs in by.items():
             lg = [math.log(r["result"]["transactions"] / r["result"]["total_time_s"]) for r in rs]
@@ -80,12 +67,5 @@ def analyse(d):
             )
 
 
-def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    for d in sys.argv[1:]:
-        analyse(d)
-
-
 if __name__ == "__main__":
-    main()
+    runlib.main(analyse, __doc__)

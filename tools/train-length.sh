@@ -2,11 +2,11 @@
 # How long GCC PGO training needs to be: trains a run's pgo-gen build with the standard mix scaled
 # to 1/8, 1/4, 1/2 and 1/1 (about 37, 75, 150 and 300 s), each starting on a copy of the run's
 # dataset template (made by BASELINE, as in `pgoforge run`), then compares every profile with the
-# run's own (a second full-length training) by scripts/gcda-overlap.py (gcov-tool's own overlap
+# run's own (a second full-length training) by tools/gcda-overlap.py (gcov-tool's own overlap
 # prints 0 % for GCC 12 profiles). The fresh 1/1 profile against the run's gives the floor: what
 # two trainings of the same length share.
 #
-#   scripts/train-length.sh WORK_DIR BASELINE_BINARY RUN_PROFILE_GCDA_DIR OUT_DIR [PGOFORGE]
+#   tools/train-length.sh WORK_DIR BASELINE_BINARY RUN_PROFILE_GCDA_DIR OUT_DIR [PGOFORGE]
 #
 # Results in docs/bench/train-length.md.
 set -eu
