@@ -1,8 +1,8 @@
 //! `check`: sysbench-tpcc's consistency checks (`tpcc_check.lua`), the same queries and the same
 //! PASSED/FAILED lines, per warehouse; the result is typed so that a caller can fail on it.
 
-use crate::tables::{connect, ctx, Log, SchemaError};
 use crate::settings::Settings;
+use crate::tables::{connect, ctx, Log, SchemaError};
 
 /// The outcome of one numbered check on one warehouse.
 #[derive(Clone, Debug, PartialEq, Eq)]

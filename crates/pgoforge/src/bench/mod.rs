@@ -18,7 +18,6 @@ pub mod order;
 pub mod plan;
 pub mod remote;
 pub mod report;
-pub mod report_rows;
 pub mod run;
 pub mod run_dir;
 pub mod spec;

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::stats::Comparison;
+use crate::bench::stats::Comparison;
 
 /// One contender's geometric mean of TPS ratios over the workloads, at one thread count. Stored
 /// in report.json as the array `[contender, threads, ratio]` it has always been.

@@ -1,0 +1,162 @@
+//! What the report decides: Holm's correction over the run's comparisons with the minimum change
+//! the policy asks for, the winner (beats the baseline, loses nowhere, best geometric mean, tested
+//! against the runner-up). The policy it applies is policy.rs's.
+
+use serde::{Deserialize, Serialize};
+
+use super::held_out::is_held_out;
+use super::model::Cell;
+use super::policy::Policy;
+use super::rows::{CellComparison, Geomean};
+use crate::bench::plan::BenchPlan;
+use crate::bench::stats::{compare, geomean, Better, Comparison, Verdict};
+
+/// Which contender to package, and whether it really beats the next best.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// Faster than the baseline with significance in at least one cell (after Holm), slower in
+    /// none; the best geometric mean among those. `None`: nothing measurably won.
+    pub winner: Option<String>,
+    /// The qualifying contender with the next best geometric mean.
+    pub runner_up: Option<String>,
+    /// The winner against the runner-up, cell by cell (paired, Holm over these cells).
+    pub versus: Vec<CellComparison>,
+    /// The winner is not significantly faster than the runner-up in any cell.
+    pub tied: bool,
+}
+
+impl Decision {
+    pub fn sentence(&self) -> String {
+        match (&self.winner, &self.runner_up) {
+            (None, _) => "no contender measurably beat the baseline".into(),
+            (Some(w), None) => format!("{w} is the only contender that measurably beat the baseline"),
+            (Some(w), Some(r)) if self.tied => format!(
+                "{w} and {r} are tied (no cell where {w} is significantly faster than {r}); \
+                 {w} is chosen for its higher geometric mean of TPS ratios, not because it is proven faster"
+            ),
+            (Some(w), Some(r)) => {
+                let won = self
+                    .versus
+                    .iter()
+                    .filter(|v| v.comparison.verdict == Verdict::Faster)
+                    .count();
+                format!(
+                    "{w} beats the runner-up {r}: significantly faster in {won} of {} cells",
+                    self.versus.len()
+                )
+            }
+        }
+    }
+}
+
+/// Holm over every throughput comparison of the run, and separately over every latency one:
+/// a run of 3 variants × 3 workloads makes 9 claims, and each is called significant only if it
+/// survives the correction.
+pub(super) fn correct_over_the_run(cells: &mut [Cell], plan: &BenchPlan, min_effect: Option<f64>) {
+    // The A/A control is not a claim: corrected over its own cells, it leaves the run's
+    // intervals as they would be without it.
+    let mut control: Vec<&mut Comparison> = Vec::new();
+    for c in cells.iter_mut().filter(|c| plan.is_control(&c.contender)) {
+        if let Some(k) = c.tps_vs_baseline.as_mut() {
+            control.push(k);
+        }
+    }
+    Comparison::apply_holm_with(&mut control, Better::Higher, min_effect);
+    let mut tps: Vec<&mut Comparison> = Vec::new();
+    let mut p95: Vec<&mut Comparison> = Vec::new();
+    for c in cells.iter_mut().filter(|c| !plan.is_control(&c.contender)) {
+        if let Some(k) = c.tps_vs_baseline.as_mut() {
+            tps.push(k);
+        }
+        if let Some(k) = c.p95_vs_baseline.as_mut() {
+            p95.push(k);
+        }
+    }
+    let m = tps.len();
+    Comparison::apply_holm_with(&mut tps, Better::Higher, min_effect);
+    Comparison::apply_holm_with(&mut p95, Better::Lower, min_effect);
+    let needed = crate::bench::stats::rounds_needed(m);
+    for c in cells.iter_mut() {
+        if let Some(k) = c.tps_vs_baseline.as_mut() {
+            if k.pairs < needed {
+                // This says more than the per-comparison minimum; one warning is enough.
+                k.warnings
+                    .retain(|w| !w.contains("the exact test needs at least"));
+                k.warnings.push(format!(
+                    "{} paired rounds cannot show significance over this run's {m} comparisons \
+                     (the exact test needs {needed}; use --rounds {needed} or more)",
+                    k.pairs
+                ));
+            }
+        }
+    }
+}
+
+/// The winner to package: it must beat the baseline (after Holm), lose nowhere, have the best
+/// geometric mean — and beat the runner-up, or the decision says the two are tied.
+pub(super) fn decide(
+    plan: &BenchPlan,
+    cells: &[Cell],
+    geomeans: &[Geomean],
+    policy: Policy,
+) -> Decision {
+    let mut qualified: Vec<(f64, String)> = Vec::new();
+    for c in plan.contenders.iter().skip(1) {
+        if plan.reference_only.contains(&c.name) || plan.is_control(&c.name) {
+            continue;
+        }
+        let mine: Vec<&Cell> = cells.iter().filter(|x| x.contender == c.name).collect();
+        let faster = mine
+            .iter()
+            .filter_map(|x| x.tps_vs_baseline.as_ref())
+            .any(|k| k.verdict == Verdict::Faster);
+        // Slower anywhere disqualifies, except on a held-out workload when the user allows it.
+        let slower = mine.iter().any(|x| {
+            let excused = policy.allow_held_out_regression && is_held_out(plan, x);
+            !excused
+                && x.tps_vs_baseline
+                    .as_ref()
+                    .is_some_and(|k| k.verdict == Verdict::Slower)
+        });
+        if !faster || slower {
+            continue;
+        }
+        let g: Vec<f64> = geomeans
+            .iter()
+            .filter(|g| g.contender == c.name)
+            .map(|g| g.ratio)
+            .collect();
+        qualified.push((geomean(&g), c.name.clone()));
+    }
+    qualified.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let winner = qualified.first().map(|x| x.1.clone());
+    let runner_up = qualified.get(1).map(|x| x.1.clone());
+    let mut versus = Vec::new();
+    if let (Some(w), Some(r)) = (&winner, &runner_up) {
+        for c in cells.iter().filter(|c| &c.contender == w) {
+            let Some(rc) = cells
+                .iter()
+                .find(|x| &x.contender == r && x.workload == c.workload && x.threads == c.threads)
+            else {
+                continue;
+            };
+            versus.push(CellComparison {
+                workload: c.workload.clone(),
+                threads: c.threads,
+                comparison: compare(&rc.tps_rounds, &c.tps_rounds, Better::Higher),
+            });
+        }
+        let mut fam: Vec<&mut Comparison> = versus.iter_mut().map(|v| &mut v.comparison).collect();
+        Comparison::apply_holm_with(&mut fam, Better::Higher, policy.min_effect);
+    }
+    let tied = runner_up.is_some()
+        && !versus
+            .iter()
+            .any(|v| v.comparison.verdict == Verdict::Faster);
+    Decision {
+        winner,
+        runner_up,
+        versus,
+        tied,
+    }
+}

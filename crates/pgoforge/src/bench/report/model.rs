@@ -1,0 +1,141 @@
+//! One cell of a report — a contender on a workload at a thread count — built from its stored
+//! runs: its rounds, its description, its comparison with the baseline, its load.
+
+use serde::{Deserialize, Serialize};
+
+use crate::bench::load::BUSY_SHARE;
+use crate::bench::plan::BenchPlan;
+use crate::bench::run_dir::{by_round, Record};
+use crate::bench::stats::{compare, describe, Better, Comparison, Describe};
+use oltp::settings::TestName;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    pub contender: String,
+    pub workload: String,
+    pub threads: u32,
+    pub tps: Describe,
+    pub p95_ms: Describe,
+    /// Against the baseline (absent for the baseline itself).
+    pub tps_vs_baseline: Option<Comparison>,
+    pub p95_vs_baseline: Option<Comparison>,
+    pub warnings: Vec<String>,
+    /// Throughput of every round, (round, TPS): the points behind the summary.
+    #[serde(default)]
+    pub tps_rounds: Vec<(u32, f64)>,
+    /// Server CPU milliseconds per transaction (a second metric, less sensitive to a busy
+    /// machine than TPS), when the load was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu_ms_per_txn: Option<Describe>,
+    /// Runs during which other processes used more than [`BUSY_SHARE`] of the CPU: (round, share).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disturbed: Vec<(u32, f64)>,
+}
+
+/// One measured run's machine load, for the report's trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LoadPoint {
+    pub round: u32,
+    pub contender: String,
+    pub workload: String,
+    /// Share of the machine's CPU used by other processes (0..1).
+    pub other_share: f64,
+    pub steal_share: f64,
+}
+
+/// One contender's figures on one workload and thread count, compared with the first contender
+/// run with the same server settings; `None` when it has no results there.
+pub(super) fn cell(
+    plan: &BenchPlan,
+    records: &[Record],
+    name: &str,
+    w: TestName,
+    t: u32,
+) -> Option<Cell> {
+    let mine = |name: &str| -> Vec<&Record> {
+        let mut v: Vec<&Record> = records
+            .iter()
+            .filter(|r| r.contender == name && r.workload == w && r.threads == t)
+            .collect();
+        v.sort_by_key(|r| r.round);
+        v
+    };
+    let pick = |name: &str, f: &dyn Fn(&Record) -> f64| by_round(records, name, w, t, f);
+    let values = |v: &[(u32, f64)]| -> Vec<f64> { v.iter().map(|x| x.1).collect() };
+    let tps = |r: &Record| r.result.tps();
+    let p95 = |r: &Record| {
+        r.result
+            .latency
+            .percentile
+            .unwrap_or(r.result.latency.hdr.p95)
+    };
+    let c = plan.contenders.iter().find(|c| c.name == name)?;
+    let base = &plan.baseline_for(c).name;
+    let base_tps = pick(base, &tps);
+    let base_p95 = pick(base, &p95);
+    let v_tps = pick(name, &tps);
+    if v_tps.is_empty() {
+        return None;
+    }
+    let v_p95 = pick(name, &p95);
+    let mut warnings = Vec::new();
+    let mut disturbed = Vec::new();
+    let mut cpu_ms = Vec::new();
+    for r in mine(name) {
+        let Some(l) = &r.load else { continue };
+        if l.disturbed() {
+            disturbed.push((r.round, l.other_share));
+        }
+        if r.result.transactions > 0 && l.server_cpu_s > 0.0 {
+            cpu_ms.push(l.server_cpu_s * 1000.0 / r.result.transactions as f64);
+        }
+    }
+    if !disturbed.is_empty() {
+        warnings.push(format!(
+            "{} run(s) disturbed: other processes used more than {:.0}% of the CPU (rounds {})",
+            disturbed.len(),
+            BUSY_SHARE * 100.0,
+            disturbed
+                .iter()
+                .map(|(r, s)| format!("{r}: {:.0}%", s * 100.0))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    // The client's round-trip bound (bench/network.rs), from this contender's runs here.
+    let rtts: Vec<f64> = mine(name).iter().filter_map(|r| r.rtt_us).collect();
+    let qps: Vec<f64> = mine(name)
+        .iter()
+        .filter(|r| r.result.total_time_s > 0.0)
+        .map(|r| r.result.queries.total as f64 / r.result.total_time_s)
+        .collect();
+    if !rtts.is_empty() && !qps.is_empty() {
+        let rtt = crate::bench::stats::median(&rtts);
+        if let Some(w) =
+            crate::bench::network::bound_warning(crate::bench::stats::median(&qps), t, rtt)
+        {
+            warnings.push(w);
+        }
+    }
+    let (tc, pc) = if name == base || base_tps.is_empty() {
+        (None, None)
+    } else {
+        (
+            Some(compare(&base_tps, &v_tps, Better::Higher)),
+            Some(compare(&base_p95, &v_p95, Better::Lower)),
+        )
+    };
+    Some(Cell {
+        contender: name.to_string(),
+        workload: w.to_string(),
+        threads: t,
+        tps: describe(&values(&v_tps)),
+        p95_ms: describe(&values(&v_p95)),
+        tps_vs_baseline: tc,
+        p95_vs_baseline: pc,
+        warnings,
+        tps_rounds: v_tps,
+        server_cpu_ms_per_txn: (!cpu_ms.is_empty()).then(|| describe(&cpu_ms)),
+        disturbed,
+    })
+}
