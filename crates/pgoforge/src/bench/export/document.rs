@@ -150,156 +150,242 @@ pub fn warnings(r: &Report) -> Vec<String> {
         .collect()
 }
 
+/// The document's sections in the order they appear; each gives the blocks it has for a report
+/// (none when the report has nothing of its kind). A new section is one function and one entry.
+const SECTIONS: &[fn(&Report) -> Vec<Block>] = &[
+    title,
+    setup,
+    method,
+    adaptive_rounds,
+    host,
+    own_noise,
+    position_effect,
+    network,
+    noise_floor,
+    decision,
+    gate,
+    round_orders,
+    matrix,
+    results_table,
+    latency,
+    geomeans,
+    cachegrind,
+    cachegrind_skipped,
+    warnings_list,
+    environment,
+    label,
+];
+
 pub fn document(r: &Report) -> Vec<Block> {
+    SECTIONS.iter().flat_map(|section| section(r)).collect()
+}
+
+fn title(r: &Report) -> Vec<Block> {
+    vec![Block::Title(format!(
+        "Benchmark: {}",
+        r.plan
+            .contenders
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(" vs ")
+    ))]
+}
+
+fn setup(r: &Report) -> Vec<Block> {
+    vec![Block::Paragraph(format!(
+        "{} rounds (interleaved: every contender once per round, back to back), {} s per run after {} s warm-up, {} tables x {} rows, buffer pool {} MiB.",
+        r.rounds_found, r.plan.spec.seconds, r.plan.spec.warmup_seconds, r.plan.spec.tables, r.plan.spec.table_size, r.plan.config.buffer_pool_mb
+    ))]
+}
+
+fn method(r: &Report) -> Vec<Block> {
     let min_effect = r
         .cells
         .iter()
         .find_map(|c| c.tps_vs_baseline.as_ref().map(|k| k.min_change()))
         .unwrap_or(crate::bench::stats::NOISE);
-    let mut d = vec![
-        Block::Title(format!(
-            "Benchmark: {}",
+    vec![Block::Paragraph(format!(
+        "Method: paired by round — the ratio is the geometric mean of the per-round ratios \
+         contender / baseline; p is the exact sign-flip permutation test on the log-ratios \
+         (equal-tailed), and in parentheses after Holm's correction over all the run's \
+         comparisons. The interval is that test inverted at the level Holm's procedure \
+         tested the comparison at (α/(m−k+1)), so it excludes no change exactly when the \
+         comparison is significant; with few rounds it is as wide as the rounds' own spread. \
+         Significant: Holm p < 0.05 and a change of at least {}% (smaller significant \
+         changes are reported as below the minimum, not as noise).",
+        crate::bench::stats::percent_number(min_effect)
+    ))]
+}
+
+fn adaptive_rounds(r: &Report) -> Vec<Block> {
+    let Some(t) = r.plan.spec.target_ci_pct else {
+        return Vec::new();
+    };
+    vec![Block::Paragraph(format!(
+        "Adaptive rounds: after {} planned rounds, one more at a time until every interval was \
+         within ±{t}% (widths only, never the sign of an effect){}.",
+        r.plan.spec.rounds,
+        [
             r.plan
-                .contenders
-                .iter()
-                .map(|c| c.name.as_str())
-                .collect::<Vec<_>>()
-                .join(" vs ")
-        )),
-        Block::Paragraph(format!(
-            "{} rounds (interleaved: every contender once per round, back to back), {} s per run after {} s warm-up, {} tables x {} rows, buffer pool {} MiB.",
-            r.rounds_found, r.plan.spec.seconds, r.plan.spec.warmup_seconds, r.plan.spec.tables, r.plan.spec.table_size, r.plan.config.buffer_pool_mb
-        )),
-        Block::Paragraph(format!(
-            "Method: paired by round — the ratio is the geometric mean of the per-round ratios \
-             contender / baseline; p is the exact sign-flip permutation test on the log-ratios \
-             (equal-tailed), and in parentheses after Holm's correction over all the run's \
-             comparisons. The interval is that test inverted at the level Holm's procedure \
-             tested the comparison at (α/(m−k+1)), so it excludes no change exactly when the \
-             comparison is significant; with few rounds it is as wide as the rounds' own spread. \
-             Significant: Holm p < 0.05 and a change of at least {}% (smaller significant \
-             changes are reported as below the minimum, not as noise).",
-            crate::bench::stats::percent_number(min_effect)
-        )),
-    ];
-    if let Some(t) = r.plan.spec.target_ci_pct {
-        d.push(Block::Paragraph(format!(
-            "Adaptive rounds: after {} planned rounds, one more at a time until every interval was \
-             within ±{t}% (widths only, never the sign of an effect){}.",
-            r.plan.spec.rounds,
-            [
-                r.plan.spec.max_rounds.map(|m| format!(", at most {m} rounds")),
-                r.plan.spec.budget_minutes.map(|m| format!(", within {m} minutes")),
-            ]
-            .into_iter()
-            .flatten()
-            .collect::<String>()
-        )));
-    }
-    for line in super::host_sentences(r) {
-        d.push(Block::Paragraph(line));
-    }
-    if let Some(n) = &r.own_noise {
-        d.push(Block::Paragraph(n.sentence()));
-    }
-    if let Some(p) = &r.position_effect {
-        d.push(Block::Paragraph(p.sentence()));
-    }
-    if let Some(n) = &r.network {
-        d.push(Block::Paragraph(n.sentence()));
-    }
-    if let Some(cal) = &r.noise_floor {
-        d.push(Block::Paragraph(format!(
-            "Noise floor of this machine (A/A: {} against itself, {} s runs): per-round ratios \
-             scatter {}; cells that scatter more than {}x their floor are flagged below.",
-            cal.binary.display(),
-            cal.seconds,
-            cal.floors
-                .iter()
-                .map(|f| format!(
-                    "{:.1}% on {} ({} rounds)",
-                    f.sd_log_ratio * 100.0,
-                    f.workload,
-                    f.rounds
-                ))
-                .collect::<Vec<_>>()
-                .join(", "),
-            crate::bench::calibrate::UNSTABLE_OVER_FLOOR
-        )));
-    }
-    if let Some(dec) = &r.decision {
-        let mut items: Vec<String> = dec
-            .versus
+                .spec
+                .max_rounds
+                .map(|m| format!(", at most {m} rounds")),
+            r.plan
+                .spec
+                .budget_minutes
+                .map(|m| format!(", within {m} minutes")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<String>()
+    ))]
+}
+
+fn host(r: &Report) -> Vec<Block> {
+    super::host_sentences(r)
+        .into_iter()
+        .map(Block::Paragraph)
+        .collect()
+}
+
+fn own_noise(r: &Report) -> Vec<Block> {
+    r.own_noise
+        .iter()
+        .map(|n| Block::Paragraph(n.sentence()))
+        .collect()
+}
+
+fn position_effect(r: &Report) -> Vec<Block> {
+    r.position_effect
+        .iter()
+        .map(|p| Block::Paragraph(p.sentence()))
+        .collect()
+}
+
+fn network(r: &Report) -> Vec<Block> {
+    r.network
+        .iter()
+        .map(|n| Block::Paragraph(n.sentence()))
+        .collect()
+}
+
+fn noise_floor(r: &Report) -> Vec<Block> {
+    let Some(cal) = &r.noise_floor else {
+        return Vec::new();
+    };
+    vec![Block::Paragraph(format!(
+        "Noise floor of this machine (A/A: {} against itself, {} s runs): per-round ratios \
+         scatter {}; cells that scatter more than {}x their floor are flagged below.",
+        cal.binary.display(),
+        cal.seconds,
+        cal.floors
             .iter()
-            .map(|v| {
-                let (w, t, c) = (&v.workload, v.threads, &v.comparison);
-                format!(
-                    "{w} {t} threads: {} {} against {}: {} (p {:.3}, Holm {:.3})",
-                    dec.winner.as_deref().unwrap_or_default(),
-                    pct(c.ratio),
-                    dec.runner_up.as_deref().unwrap_or_default(),
-                    c.sentence(),
-                    c.p_value,
-                    c.p_holm
-                )
-            })
-            .collect();
-        if !r.plan.reference_only.is_empty() {
-            items.push(format!(
-                "compared for reference only, never chosen: {}",
-                r.plan.reference_only.join(", ")
-            ));
-        }
-        if let Some(h) = &r.held_out {
-            items.push(h.sentence());
-        }
-        let lead = format!("Decision: {}.", dec.sentence());
-        d.push(if items.is_empty() {
-            Block::Paragraph(lead)
-        } else {
-            Block::List(lead, items)
-        });
-    }
-    if let Some(g) = &r.gate {
-        d.push(Block::List(
+            .map(|f| format!(
+                "{:.1}% on {} ({} rounds)",
+                f.sd_log_ratio * 100.0,
+                f.workload,
+                f.rounds
+            ))
+            .collect::<Vec<_>>()
+            .join(", "),
+        crate::bench::calibrate::UNSTABLE_OVER_FLOOR
+    ))]
+}
+
+fn decision(r: &Report) -> Vec<Block> {
+    let Some(dec) = &r.decision else {
+        return Vec::new();
+    };
+    let mut items: Vec<String> = dec
+        .versus
+        .iter()
+        .map(|v| {
+            let (w, t, c) = (&v.workload, v.threads, &v.comparison);
             format!(
-                "Correctness gate: CHECKSUM TABLE after a seeded write workload, then the server's own regression tests (mysql-test-run, {} gate: {}).",
-                g.mode,
-                if g.tests.is_empty() {
-                    "whole suites".to_string()
-                } else {
-                    format!("{} tests", g.tests.len())
-                }
-            ),
-            g.report_lines(),
+                "{w} {t} threads: {} {} against {}: {} (p {:.3}, Holm {:.3})",
+                dec.winner.as_deref().unwrap_or_default(),
+                pct(c.ratio),
+                dec.runner_up.as_deref().unwrap_or_default(),
+                c.sentence(),
+                c.p_value,
+                c.p_holm
+            )
+        })
+        .collect();
+    if !r.plan.reference_only.is_empty() {
+        items.push(format!(
+            "compared for reference only, never chosen: {}",
+            r.plan.reference_only.join(", ")
         ));
     }
-    if !r.orders.is_empty() {
-        let scheme = match r.plan.order_scheme {
-            OrderScheme::Shuffle => "a fresh shuffle each round",
-            OrderScheme::Balanced => {
-                "balanced: each contender in each position equally often per block of rounds"
-            }
-            OrderScheme::Williams => {
-                "a Williams design: per block of rounds each contender in each position, after \
-                 each other and before each other equally often"
-            }
-        };
-        let rounds: Vec<String> = r
-            .orders
-            .iter()
-            .map(|o| format!("{}: {}", o.round, o.contenders.join(", ")))
-            .collect();
-        d.push(Block::Paragraph(format!(
-            "Order of the contenders in each round (seed {}, {scheme}) — {}.",
-            r.plan.seed,
-            rounds.join("; ")
-        )));
+    if let Some(h) = &r.held_out {
+        items.push(h.sentence());
     }
-    if let Some(t) = super::matrix::table(r) {
-        d.push(Block::Counts(super::matrix::lead(r), t));
+    let lead = format!("Decision: {}.", dec.sentence());
+    vec![if items.is_empty() {
+        Block::Paragraph(lead)
+    } else {
+        Block::List(lead, items)
+    }]
+}
+
+fn gate(r: &Report) -> Vec<Block> {
+    let Some(g) = &r.gate else {
+        return Vec::new();
+    };
+    vec![Block::List(
+        format!(
+            "Correctness gate: CHECKSUM TABLE after a seeded write workload, then the server's own regression tests (mysql-test-run, {} gate: {}).",
+            g.mode,
+            if g.tests.is_empty() {
+                "whole suites".to_string()
+            } else {
+                format!("{} tests", g.tests.len())
+            }
+        ),
+        g.report_lines(),
+    )]
+}
+
+fn round_orders(r: &Report) -> Vec<Block> {
+    if r.orders.is_empty() {
+        return Vec::new();
     }
-    d.push(Block::Table(results(r)));
+    let scheme = match r.plan.order_scheme {
+        OrderScheme::Shuffle => "a fresh shuffle each round",
+        OrderScheme::Balanced => {
+            "balanced: each contender in each position equally often per block of rounds"
+        }
+        OrderScheme::Williams => {
+            "a Williams design: per block of rounds each contender in each position, after \
+             each other and before each other equally often"
+        }
+    };
+    let rounds: Vec<String> = r
+        .orders
+        .iter()
+        .map(|o| format!("{}: {}", o.round, o.contenders.join(", ")))
+        .collect();
+    vec![Block::Paragraph(format!(
+        "Order of the contenders in each round (seed {}, {scheme}) — {}.",
+        r.plan.seed,
+        rounds.join("; ")
+    ))]
+}
+
+fn matrix(r: &Report) -> Vec<Block> {
+    super::matrix::table(r)
+        .map(|t| Block::Counts(super::matrix::lead(r), t))
+        .into_iter()
+        .collect()
+}
+
+fn results_table(r: &Report) -> Vec<Block> {
+    vec![Block::Table(results(r))]
+}
+
+fn latency(r: &Report) -> Vec<Block> {
     let lat: Vec<String> = r
         .cells
         .iter()
@@ -317,34 +403,54 @@ pub fn document(r: &Report) -> Vec<Block> {
             })
         })
         .collect();
-    if !lat.is_empty() {
-        d.push(Block::List("p95 latency against the baseline:".into(), lat));
+    if lat.is_empty() {
+        return Vec::new();
     }
-    if !r.geomeans.is_empty() {
-        d.push(Block::List(
-            "Geometric mean of TPS ratios over workloads:".into(),
-            r.geomeans
-                .iter()
-                .map(|g| format!("{}, {} threads: {}", g.contender, g.threads, pct(g.ratio)))
-                .collect(),
-        ));
+    vec![Block::List("p95 latency against the baseline:".into(), lat)]
+}
+
+fn geomeans(r: &Report) -> Vec<Block> {
+    if r.geomeans.is_empty() {
+        return Vec::new();
     }
-    if !r.cachegrind.is_empty() {
-        d.push(Block::Counts(
-            "Deterministic counts per transaction (cachegrind, one connection; differences under ~0.5% for read-only and ~3% for write workloads are the method's noise):".into(),
-            cachegrind_table(&r.cachegrind, &r.plan.contenders[0].name),
-        ));
+    vec![Block::List(
+        "Geometric mean of TPS ratios over workloads:".into(),
+        r.geomeans
+            .iter()
+            .map(|g| format!("{}, {} threads: {}", g.contender, g.threads, pct(g.ratio)))
+            .collect(),
+    )]
+}
+
+fn cachegrind(r: &Report) -> Vec<Block> {
+    if r.cachegrind.is_empty() {
+        return Vec::new();
     }
-    if !r.cachegrind_skipped.is_empty() {
-        d.push(Block::List(
-            "Not measured under cachegrind:".into(),
-            cachegrind_skips(&r.cachegrind_skipped),
-        ));
+    vec![Block::Counts(
+        "Deterministic counts per transaction (cachegrind, one connection; differences under ~0.5% for read-only and ~3% for write workloads are the method's noise):".into(),
+        cachegrind_table(&r.cachegrind, &r.plan.contenders[0].name),
+    )]
+}
+
+fn cachegrind_skipped(r: &Report) -> Vec<Block> {
+    if r.cachegrind_skipped.is_empty() {
+        return Vec::new();
     }
+    vec![Block::List(
+        "Not measured under cachegrind:".into(),
+        cachegrind_skips(&r.cachegrind_skipped),
+    )]
+}
+
+fn warnings_list(r: &Report) -> Vec<Block> {
     let w = warnings(r);
-    if !w.is_empty() {
-        d.push(Block::List("Warnings:".into(), w));
+    if w.is_empty() {
+        return Vec::new();
     }
+    vec![Block::List("Warnings:".into(), w)]
+}
+
+fn environment(r: &Report) -> Vec<Block> {
     let e = &r.environment;
     let mut env: Vec<String> = e
         .builds
@@ -361,7 +467,7 @@ pub fn document(r: &Report) -> Vec<Block> {
             .unwrap_or_default();
         env.push(format!("{n}: {v} ({bin})"));
     }
-    d.push(Block::Notes(
+    vec![Block::Notes(
         format!(
             "Environment: {} ({} CPUs), kernel {}{}.",
             e.cpu,
@@ -373,11 +479,14 @@ pub fn document(r: &Report) -> Vec<Block> {
                 .unwrap_or_default()
         ),
         env,
-    ));
-    if !r.plan.label.is_empty() {
-        d.push(Block::Paragraph(r.plan.label.clone()));
+    )]
+}
+
+fn label(r: &Report) -> Vec<Block> {
+    if r.plan.label.is_empty() {
+        return Vec::new();
     }
-    d
+    vec![Block::Paragraph(r.plan.label.clone())]
 }
 
 /// The contenders valgrind could not run, each with its reason.
