@@ -62,28 +62,8 @@ pub fn benchmark(
         .into_iter()
         .map(|r| (r.round, r.contender, r.workload, r.threads))
         .collect();
-    let floor = super::calibrate::path(work_dir);
-    let copy = super::calibrate::copy_in_run_dir(dir);
-    if floor.is_file() && !copy.exists() && done.is_empty() {
-        // The floor in force when this benchmark ran judges its report, not a later one — and
-        // only when it was measured on this host: noise is the host's.
-        let here = super::environment::Host::probe().fingerprint;
-        match super::calibrate::read(&floor)? {
-            Some(cal) if cal.measured_on(&here) => {
-                fs::copy(&floor, &copy).with_context(|| {
-                    format!("copying {} into {}", floor.display(), dir.display())
-                })?;
-            }
-            Some(cal) => log(&format!(
-                "the noise floor in {} was measured on {} (this host is {here}): not applied; \
-                 `pgoforge calibrate` measures this host's",
-                floor.display(),
-                cal.host
-                    .as_deref()
-                    .unwrap_or("a host pgoforge did not fingerprint yet")
-            )),
-            None => {}
-        }
+    if done.is_empty() {
+        adopt_noise_floor(work_dir, dir, log)?;
     }
     let per_round = plan.contenders.len() as u64
         * plan.spec.workloads.len() as u64
@@ -170,72 +150,134 @@ pub fn benchmark(
             measured += written;
             tick(measured, total);
         } else {
-            for (position, &ci) in
-                round_order(plan.contenders.len(), round, plan.seed, plan.order_scheme)
-                    .iter()
-                    .enumerate()
-            {
-                let c = &plan.contenders[ci];
-                let cells: Vec<(TestName, u32)> = plan
-                    .spec
-                    .workloads
-                    .iter()
-                    .flat_map(|&w| plan.spec.threads.iter().map(move |&t| (w, t)))
-                    .filter(|(w, t)| !done.contains(&(round, c.name.clone(), *w, *t)))
-                    .collect();
-                if cells.is_empty() {
-                    continue;
-                }
-                let (mut srv, inst) = start_contender(c, base_spec.clone(), &tpl, dir, round, log)?;
-                client.admit(&srv)?;
-                let rtt_us = client.round_trip_us(&client.conn(&srv))?;
-                for (w, t) in cells {
-                    let (r, load) = measure(plan, c, &srv, w, t, &client_cpus, &client)?;
-                    if let Some(l) = load.as_ref().filter(|l| l.disturbed()) {
-                        log(&format!(
-                            "round {round}: {} {w} {t} thr was disturbed: other processes used {:.0}% of the CPU",
-                            c.name,
-                            l.other_share * 100.0
-                        ));
-                    }
-                    log(&format!(
-                        "round {round}/{}: {} {w} {t} thr: {:.0} tps",
-                        plan.spec.rounds,
-                        c.name,
-                        r.tps()
-                    ));
-                    let rec = Record {
-                        round,
-                        position,
-                        contender: c.name.clone(),
-                        workload: w,
-                        threads: t,
-                        result: r,
-                        load,
-                        slice: None,
-                        rtt_us,
-                        client: client.origin(),
-                    };
-                    writeln!(out, "{}", serde_json::to_string(&rec)?)?;
-                    out.sync_data()?;
-                    measured += 1;
-                    tick(measured, total);
-                    if !noise_checked && super::report::is_steady(w) {
-                        noise_checked = true;
-                        // After the record is written: the same command resumes from here.
-                        if let Some(cv) = super::report::per_second_cv(&rec.result) {
-                            let steal = rec.load.as_ref().map(|l| l.steal_share);
-                            check_host_noise(cv, steal, guard, false, log)?;
-                        }
-                    }
-                }
-                srv.stop().with_context(|| format!("stopping {}", c.name))?;
-                let _ = fs::remove_dir_all(&inst);
-            }
+            plain_round(
+                plan,
+                round,
+                (guard, &mut noise_checked),
+                &done,
+                &tpl,
+                &base_spec,
+                dir,
+                &client_cpus,
+                &client,
+                &mut out,
+                log,
+                (&mut measured, total, tick),
+            )?;
         }
         if !all_done {
             rounds_here += 1;
         }
+    }
+    Ok(())
+}
+
+/// Copies the machine's noise floor into a new run directory: the floor in force when a
+/// benchmark ran judges its report, not a later one — and only when it was measured on this
+/// host, since noise is the host's.
+fn adopt_noise_floor(work_dir: &Path, dir: &Path, log: &dyn Fn(&str)) -> Result<()> {
+    let floor = super::calibrate::path(work_dir);
+    let copy = super::calibrate::copy_in_run_dir(dir);
+    if !floor.is_file() || copy.exists() {
+        return Ok(());
+    }
+    let here = super::environment::Host::probe().fingerprint;
+    match super::calibrate::read(&floor)? {
+        Some(cal) if cal.measured_on(&here) => {
+            fs::copy(&floor, &copy)
+                .with_context(|| format!("copying {} into {}", floor.display(), dir.display()))?;
+        }
+        Some(cal) => log(&format!(
+            "the noise floor in {} was measured on {} (this host is {here}): not applied; \
+             `pgoforge calibrate` measures this host's",
+            floor.display(),
+            cal.host
+                .as_deref()
+                .unwrap_or("a host pgoforge did not fingerprint yet")
+        )),
+        None => {}
+    }
+    Ok(())
+}
+
+/// One round of the plain design: each contender in the round's order started on its own copy
+/// of the template, its cells not yet recorded measured one after the other, each record written
+/// (and `tick`ed) as it ends; the host's noise checked on the invocation's first OLTP run.
+#[allow(clippy::too_many_arguments)]
+fn plain_round(
+    plan: &BenchPlan,
+    round: u32,
+    (guard, noise_checked): (Guard, &mut bool),
+    done: &HashSet<(u32, String, TestName, u32)>,
+    tpl: &Path,
+    base_spec: &ServerSpec,
+    dir: &Path,
+    client_cpus: &[usize],
+    client: &Client,
+    out: &mut fs::File,
+    log: &dyn Fn(&str),
+    (measured, total, tick): (&mut u64, u64, &dyn Fn(u64, u64)),
+) -> Result<()> {
+    for (position, &ci) in round_order(plan.contenders.len(), round, plan.seed, plan.order_scheme)
+        .iter()
+        .enumerate()
+    {
+        let c = &plan.contenders[ci];
+        let cells: Vec<(TestName, u32)> = plan
+            .spec
+            .workloads
+            .iter()
+            .flat_map(|&w| plan.spec.threads.iter().map(move |&t| (w, t)))
+            .filter(|(w, t)| !done.contains(&(round, c.name.clone(), *w, *t)))
+            .collect();
+        if cells.is_empty() {
+            continue;
+        }
+        let (mut srv, inst) = start_contender(c, base_spec.clone(), tpl, dir, round, log)?;
+        client.admit(&srv)?;
+        let rtt_us = client.round_trip_us(&client.conn(&srv))?;
+        for (w, t) in cells {
+            let (r, load) = measure(plan, c, &srv, w, t, client_cpus, client)?;
+            if let Some(l) = load.as_ref().filter(|l| l.disturbed()) {
+                log(&format!(
+                    "round {round}: {} {w} {t} thr was disturbed: other processes used {:.0}% of the CPU",
+                    c.name,
+                    l.other_share * 100.0
+                ));
+            }
+            log(&format!(
+                "round {round}/{}: {} {w} {t} thr: {:.0} tps",
+                plan.spec.rounds,
+                c.name,
+                r.tps()
+            ));
+            let rec = Record {
+                round,
+                position,
+                contender: c.name.clone(),
+                workload: w,
+                threads: t,
+                result: r,
+                load,
+                slice: None,
+                rtt_us,
+                client: client.origin(),
+            };
+            writeln!(out, "{}", serde_json::to_string(&rec)?)?;
+            out.sync_data()?;
+            *measured += 1;
+            tick(*measured, total);
+            if !*noise_checked && super::report::is_steady(w) {
+                *noise_checked = true;
+                // After the record is written: the same command resumes from here.
+                if let Some(cv) = super::report::per_second_cv(&rec.result) {
+                    let steal = rec.load.as_ref().map(|l| l.steal_share);
+                    check_host_noise(cv, steal, guard, false, log)?;
+                }
+            }
+        }
+        srv.stop().with_context(|| format!("stopping {}", c.name))?;
+        let _ = fs::remove_dir_all(&inst);
     }
     Ok(())
 }

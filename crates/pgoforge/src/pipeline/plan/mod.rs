@@ -209,172 +209,39 @@ pub struct RunPlan {
 impl RunPlan {
     pub fn resolve(mut req: RunRequest, env: &Env) -> Result<RunPlan> {
         check(&req, env)?;
-        let needs_profile = req.variants.iter().any(Variant::needs_profile);
-        let from = if !needs_profile {
-            ProfileFrom::NoProfile
-        } else if req.profile.is_some() {
-            ProfileFrom::Given
-        } else {
-            ProfileFrom::Trained
-        };
-        // A +native variant trains its own instrumented build (see `NativeTrained`); the
-        // generic pgo-gen is built when another variant needs its profile.
-        let trained = |native: bool| {
-            from == ProfileFrom::Trained
-                && req
-                    .variants
-                    .iter()
-                    .any(|v| v.needs_profile() && v.native == native)
-        };
-        let profile_of = |v: Variant| {
-            if v.native && from == ProfileFrom::Trained {
-                ProfileFrom::NativeTrained
-            } else {
-                from
-            }
-        };
+        let from = profile_source(&req);
         let baseline: Variant = "baseline".parse().expect("a valid variant");
-        let gen: Variant = "pgo-gen".parse().expect("a valid variant");
-        let mut builds = vec![PlannedBuild::new(baseline, ProfileFrom::NoProfile)];
-        let mut stages = vec![StageId::Source, StageId::Build(baseline, None)];
-        if trained(false) {
-            builds.push(PlannedBuild::new(gen, ProfileFrom::NoProfile));
-            stages.extend([StageId::Build(gen, None), StageId::Train(None)]);
-            for m in &req.mixes[1..] {
-                stages.push(StageId::TrainOn(m.name.clone()));
-            }
-        }
-        if trained(true) {
-            let gen = Variant {
-                native: true,
-                ..gen
-            };
-            builds.push(PlannedBuild::new(gen, ProfileFrom::NoProfile));
-            stages.extend([
-                StageId::Build(gen, None),
-                StageId::Train(Some(gen.to_string())),
-            ]);
-        }
-        let mut contenders = vec![PlannedContender {
-            name: "baseline".into(),
-            build: baseline,
-            mix: None,
-            bolted: false,
-        }];
+        let mut p = Planned {
+            builds: vec![PlannedBuild::new(baseline, ProfileFrom::NoProfile)],
+            stages: vec![StageId::Source, StageId::Build(baseline, None)],
+            contenders: vec![PlannedContender {
+                name: "baseline".into(),
+                build: baseline,
+                mix: None,
+                bolted: false,
+            }],
+        };
+        p.instrumented(&req, from);
         for &v in &req.variants {
             if !v.bolt_ready && served_by_bolt_ready_build(&req, v) {
                 // Its contender comes with the bolt-ready build below.
                 continue;
             }
-            if let Some(g) = v.cs_gen() {
-                // One cs-pgo-gen build and training serve cs-pgo+X and cs-pgo+X+bolt alike.
-                if !builds.iter().any(|b| b.variant == g) {
-                    builds.push(PlannedBuild::new(g, profile_of(g)));
-                    stages.extend([StageId::Build(g, None), StageId::Train(Some(g.to_string()))]);
-                }
-            }
-            let profile = if v.cs_gen().is_some() {
-                ProfileFrom::CsTrained
-            } else if v.needs_profile() {
-                profile_of(v)
-            } else {
-                ProfileFrom::NoProfile
-            };
-            builds.push(PlannedBuild::new(v, profile));
-            stages.push(StageId::Build(v, None));
-            if req.is_matrix() && v.needs_profile() {
-                // One build per training mix, each a contender VARIANT@MIX (validate: no BOLT,
-                // no cs-pgo in a matrix).
-                contenders.push(PlannedContender {
-                    name: format!("{v}@{}", req.mixes[0].name),
-                    build: v,
-                    mix: None,
-                    bolted: false,
-                });
-                for m in &req.mixes[1..] {
-                    builds.push(PlannedBuild {
-                        variant: v,
-                        profile: from,
-                        mix: Some(m.name.clone()),
-                        compiles: None,
-                        shared: false,
-                    });
-                    stages.push(StageId::Build(v, Some(m.name.clone())));
-                    contenders.push(PlannedContender {
-                        name: format!("{v}@{}", m.name),
-                        build: v,
-                        mix: Some(m.name.clone()),
-                        bolted: false,
-                    });
-                }
-                continue;
-            }
-            if !v.bolt_ready {
-                contenders.push(PlannedContender {
-                    name: v.to_string(),
-                    build: v,
-                    mix: None,
-                    bolted: false,
-                });
-                continue;
-            }
-            let plain = Variant {
-                bolt_ready: false,
-                ..v
-            };
-            // The bolt-ready build, unBOLTed, is the plain variant: one build instead of two.
-            // What bolt-readiness (no hot/cold splitting, relocations kept) costs the plain
-            // binary is measured by --separate-bolt-builds, which compares it as NAME-prebolt.
-            let separate = req.separate_bolt_builds && req.variants.contains(&plain);
-            contenders.push(PlannedContender {
-                name: if separate {
-                    format!("{plain}-prebolt")
-                } else {
-                    plain.to_string()
-                },
-                build: v,
-                mix: None,
-                bolted: false,
-            });
-            contenders.push(PlannedContender {
-                name: v.to_string(),
-                build: v,
-                mix: None,
-                bolted: true,
-            });
-            stages.push(StageId::Bolt(v.to_string()));
+            p.variant(&req, v, from);
         }
-        for o in &req.outside {
-            let control = req.aa && o.name == crate::bench::plan::AA_CONTROL;
-            if o.name == "baseline" || control || contenders.iter().any(|c| c.name == o.name) {
-                return Err(PlanError::NameTaken(o.name.clone()).into());
-            }
-            if !o.binary.is_file() {
-                return Err(PlanError::NoSuchBinary {
-                    name: o.name.clone(),
-                    path: o.binary.clone(),
-                }
-                .into());
-            }
-        }
+        check_outside(&req, &p.contenders)?;
         if req.auto_rounds {
             req.bench = req.bench.clone().with_rounds_for(
-                contenders.len() + req.outside.len() + usize::from(req.aa),
+                p.contenders.len() + req.outside.len() + usize::from(req.aa),
                 OrderScheme::Williams,
             );
         }
-        stages.push(StageId::Gate);
-        if req.gate != GateMode::Quick {
-            stages.push(StageId::Mtr);
-        }
-        stages.extend([StageId::Seed, StageId::Bench]);
-        if req.cachegrind {
-            stages.push(StageId::Cachegrind);
-        }
-        stages.push(StageId::Report);
-        if req.package {
-            stages.push(StageId::Package);
-        }
+        p.stages.extend(after_builds(&req));
+        let Planned {
+            mut builds,
+            stages,
+            contenders,
+        } = p;
         // Where each build's compiles run, once a cluster is configured at all.
         for b in &mut builds {
             b.compiles = env.cluster.placement(b.variant, &req.compiler);
@@ -415,6 +282,184 @@ impl RunPlan {
             ..self.request.server.clone()
         }
     }
+}
+
+/// Where the variants' profiles come from: none needed, the user's (`--profile`), or trained.
+fn profile_source(req: &RunRequest) -> ProfileFrom {
+    if !req.variants.iter().any(Variant::needs_profile) {
+        ProfileFrom::NoProfile
+    } else if req.profile.is_some() {
+        ProfileFrom::Given
+    } else {
+        ProfileFrom::Trained
+    }
+}
+
+/// The builds, stages and contenders a plan gathers as it goes through the request.
+struct Planned {
+    builds: Vec<PlannedBuild>,
+    stages: Vec<StageId>,
+    contenders: Vec<PlannedContender>,
+}
+
+impl Planned {
+    /// The instrumented builds and their trainings: the generic pgo-gen when a variant needs its
+    /// profile (one training per mix), and a +native variant's own `pgo-gen+native`
+    /// (`NativeTrained`).
+    fn instrumented(&mut self, req: &RunRequest, from: ProfileFrom) {
+        let trained = |native: bool| {
+            from == ProfileFrom::Trained
+                && req
+                    .variants
+                    .iter()
+                    .any(|v| v.needs_profile() && v.native == native)
+        };
+        let gen: Variant = "pgo-gen".parse().expect("a valid variant");
+        if trained(false) {
+            self.builds
+                .push(PlannedBuild::new(gen, ProfileFrom::NoProfile));
+            self.stages
+                .extend([StageId::Build(gen, None), StageId::Train(None)]);
+            for m in &req.mixes[1..] {
+                self.stages.push(StageId::TrainOn(m.name.clone()));
+            }
+        }
+        if trained(true) {
+            let gen = Variant {
+                native: true,
+                ..gen
+            };
+            self.builds
+                .push(PlannedBuild::new(gen, ProfileFrom::NoProfile));
+            self.stages.extend([
+                StageId::Build(gen, None),
+                StageId::Train(Some(gen.to_string())),
+            ]);
+        }
+    }
+
+    /// One requested variant: its build (and cs-pgo's instrumented build), and its contenders —
+    /// one per training mix in a matrix, or the plain and BOLTed binaries of a bolt-ready build.
+    fn variant(&mut self, req: &RunRequest, v: Variant, from: ProfileFrom) {
+        let profile_of = |v: Variant| {
+            if v.native && from == ProfileFrom::Trained {
+                ProfileFrom::NativeTrained
+            } else {
+                from
+            }
+        };
+        if let Some(g) = v.cs_gen() {
+            // One cs-pgo-gen build and training serve cs-pgo+X and cs-pgo+X+bolt alike.
+            if !self.builds.iter().any(|b| b.variant == g) {
+                self.builds.push(PlannedBuild::new(g, profile_of(g)));
+                self.stages
+                    .extend([StageId::Build(g, None), StageId::Train(Some(g.to_string()))]);
+            }
+        }
+        let profile = if v.cs_gen().is_some() {
+            ProfileFrom::CsTrained
+        } else if v.needs_profile() {
+            profile_of(v)
+        } else {
+            ProfileFrom::NoProfile
+        };
+        self.builds.push(PlannedBuild::new(v, profile));
+        self.stages.push(StageId::Build(v, None));
+        if req.is_matrix() && v.needs_profile() {
+            self.matrix(req, v, from);
+        } else if !v.bolt_ready {
+            self.contender(v.to_string(), v, false);
+        } else {
+            self.bolted(req, v);
+        }
+    }
+
+    fn contender(&mut self, name: String, build: Variant, bolted: bool) {
+        self.contenders.push(PlannedContender {
+            name,
+            build,
+            mix: None,
+            bolted,
+        });
+    }
+
+    /// One build per training mix, each a contender VARIANT@MIX (validate: no BOLT, no cs-pgo
+    /// in a matrix).
+    fn matrix(&mut self, req: &RunRequest, v: Variant, from: ProfileFrom) {
+        self.contender(format!("{v}@{}", req.mixes[0].name), v, false);
+        for m in &req.mixes[1..] {
+            self.builds.push(PlannedBuild {
+                variant: v,
+                profile: from,
+                mix: Some(m.name.clone()),
+                compiles: None,
+                shared: false,
+            });
+            self.stages.push(StageId::Build(v, Some(m.name.clone())));
+            self.contenders.push(PlannedContender {
+                name: format!("{v}@{}", m.name),
+                build: v,
+                mix: Some(m.name.clone()),
+                bolted: false,
+            });
+        }
+    }
+
+    /// A bolt-ready build serves two contenders: unBOLTed, the plain variant (one build instead
+    /// of two; what bolt-readiness — no hot/cold splitting, relocations kept — costs the plain
+    /// binary is measured by --separate-bolt-builds, which compares it as NAME-prebolt), and
+    /// BOLTed.
+    fn bolted(&mut self, req: &RunRequest, v: Variant) {
+        let plain = Variant {
+            bolt_ready: false,
+            ..v
+        };
+        let separate = req.separate_bolt_builds && req.variants.contains(&plain);
+        let name = if separate {
+            format!("{plain}-prebolt")
+        } else {
+            plain.to_string()
+        };
+        self.contender(name, v, false);
+        self.contender(v.to_string(), v, true);
+        self.stages.push(StageId::Bolt(v.to_string()));
+    }
+}
+
+/// The servers the run did not build (`--binary`): names not taken, binaries that exist.
+fn check_outside(req: &RunRequest, contenders: &[PlannedContender]) -> Result<()> {
+    for o in &req.outside {
+        let control = req.aa && o.name == crate::bench::plan::AA_CONTROL;
+        if o.name == "baseline" || control || contenders.iter().any(|c| c.name == o.name) {
+            return Err(PlanError::NameTaken(o.name.clone()).into());
+        }
+        if !o.binary.is_file() {
+            return Err(PlanError::NoSuchBinary {
+                name: o.name.clone(),
+                path: o.binary.clone(),
+            }
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// The stages after the builds: the gates, the benchmark and what follows it, as the request
+/// asks for them.
+fn after_builds(req: &RunRequest) -> Vec<StageId> {
+    let mut stages = vec![StageId::Gate];
+    if req.gate != GateMode::Quick {
+        stages.push(StageId::Mtr);
+    }
+    stages.extend([StageId::Seed, StageId::Bench]);
+    if req.cachegrind {
+        stages.push(StageId::Cachegrind);
+    }
+    stages.push(StageId::Report);
+    if req.package {
+        stages.push(StageId::Package);
+    }
+    stages
 }
 
 /// Whether `v`'s contender is the unBOLTed binary of its bolt-ready build (`v+bolt` listed too).
