@@ -172,26 +172,58 @@ fn push_address(rng: &mut SbRng, out: &mut String) {
     }
 }
 
+/// One warehouse of copy `n` of the tables, loaded table by table in sysbench-tpcc's order (the
+/// generator's draws follow that order, so a load is reproducible).
 fn load_warehouse(s: &Settings, conn: &mut Conn, n: u32, w: u32) -> Result<(), SchemaError> {
     let mut rng = rng_for(s, n, w);
     let rng = &mut rng;
     let mut row = String::with_capacity(1024);
+    load_warehouse_row(rng, conn, n, w, &mut row)?;
+    load_districts(rng, conn, n, w, &mut row)?;
+    load_customers(rng, conn, n, w, &mut row)?;
+    load_history(rng, conn, n, w, &mut row)?;
+    let line_counts = load_orders(rng, conn, n, w, &mut row)?;
+    load_stock(rng, conn, n, w, &mut row)?;
+    conn.query(&format!(
+        "INSERT INTO new_orders{n} (no_o_id, no_d_id, no_w_id) SELECT o_id, o_d_id, o_w_id FROM orders{n} WHERE o_id>{DELIVERED_ORDERS} and o_w_id={w}"
+    ))
+    .map_err(ctx(format!("loading new_orders{n}")))?;
+    load_order_lines(rng, conn, n, w, &line_counts, &mut row)
+}
 
+/// The warehouse's own row.
+fn load_warehouse_row(
+    rng: &mut SbRng,
+    conn: &mut Conn,
+    n: u32,
+    w: u32,
+    row: &mut String,
+) -> Result<(), SchemaError> {
     let mut bulk = Bulk::new(
         conn,
         &format!("warehouse{n}"),
         "w_id, w_name, w_street_1, w_street_2, w_city, w_state, w_zip, w_tax, w_ytd",
     );
     row.push_str(&format!("({w}, '"));
-    push_rand_string(rng, "name-@@@@@", &mut row);
+    push_rand_string(rng, "name-@@@@@", row);
     row.push_str("','");
-    push_address(rng, &mut row);
+    push_address(rng, row);
     row.push_str("', ");
-    push_f6(rng.unit() * 0.2, &mut row);
+    push_f6(rng.unit() * 0.2, row);
     row.push_str(",300000)");
-    bulk.push(&row)?;
+    bulk.push(row)?;
     bulk.done()?;
+    Ok(())
+}
 
+/// Its districts.
+fn load_districts(
+    rng: &mut SbRng,
+    conn: &mut Conn,
+    n: u32,
+    w: u32,
+    row: &mut String,
+) -> Result<(), SchemaError> {
     let mut bulk = Bulk::new(
         conn,
         &format!("district{n}"),
@@ -200,16 +232,26 @@ fn load_warehouse(s: &Settings, conn: &mut Conn, n: u32, w: u32) -> Result<(), S
     for d in 1..=DIST_PER_WARE {
         row.clear();
         row.push_str(&format!("({d}, {w}, '"));
-        push_rand_string(rng, "name-@@@@@", &mut row);
+        push_rand_string(rng, "name-@@@@@", row);
         row.push_str("','");
-        push_address(rng, &mut row);
+        push_address(rng, row);
         row.push_str("', ");
-        push_f6(rng.unit() * 0.2, &mut row);
+        push_f6(rng.unit() * 0.2, row);
         row.push_str(",30000,3001)");
-        bulk.push(&row)?;
+        bulk.push(row)?;
     }
     bulk.done()?;
+    Ok(())
+}
 
+/// Every district's customers: the first thousand take every last name once.
+fn load_customers(
+    rng: &mut SbRng,
+    conn: &mut Conn,
+    n: u32,
+    w: u32,
+    row: &mut String,
+) -> Result<(), SchemaError> {
     let mut bulk = Bulk::new(
         conn,
         &format!("customer{n}"),
@@ -231,24 +273,34 @@ fn load_warehouse(s: &Settings, conn: &mut Conn, n: u32, w: u32) -> Result<(), S
             push_rand_string(
                 rng,
                 &format!("first-{}", "@".repeat(first_len as usize)),
-                &mut row,
+                row,
             );
             row.push_str(&format!("','OE','{last}','"));
-            push_address(rng, &mut row);
+            push_address(rng, row);
             row.push_str("','");
-            push_rand_string(rng, "################", &mut row);
+            push_rand_string(rng, "################", row);
             let credit = if rng.uniform(1, 100) > 10 { "GC" } else { "BC" };
             row.push_str(&format!("',NOW(),'{credit}',50000,"));
-            push_f6(rng.unit() * 0.5, &mut row);
+            push_f6(rng.unit() * 0.5, row);
             row.push_str(",-10,10,1,0,'");
             let len = rng.uniform(300, 500);
-            push_repeated_letter(rng, len, &mut row);
+            push_repeated_letter(rng, len, row);
             row.push_str("' )");
-            bulk.push(&row)?;
+            bulk.push(row)?;
         }
     }
     bulk.done()?;
+    Ok(())
+}
 
+/// One history row per customer.
+fn load_history(
+    rng: &mut SbRng,
+    conn: &mut Conn,
+    n: u32,
+    w: u32,
+    row: &mut String,
+) -> Result<(), SchemaError> {
     let mut bulk = Bulk::new(
         conn,
         &format!("history{n}"),
@@ -259,13 +311,24 @@ fn load_warehouse(s: &Settings, conn: &mut Conn, n: u32, w: u32) -> Result<(), S
             row.clear();
             row.push_str(&format!("({c}, {d}, {w}, {d}, {w}, NOW(), 10, '"));
             let len = rng.uniform(12, 24);
-            push_repeated_letter(rng, len, &mut row);
+            push_repeated_letter(rng, len, row);
             row.push_str("' )");
-            bulk.push(&row)?;
+            bulk.push(row)?;
         }
     }
     bulk.done()?;
+    Ok(())
+}
 
+/// One order per customer of each district, in a shuffled customer order; the number of lines of
+/// each order is returned for `load_order_lines`.
+fn load_orders(
+    rng: &mut SbRng,
+    conn: &mut Conn,
+    n: u32,
+    w: u32,
+    row: &mut String,
+) -> Result<Vec<u32>, SchemaError> {
     // One shuffled customer list for every district: each customer has exactly one order.
     let mut customers: Vec<u32> = (1..=ORDERS_PER_DIST).collect();
     for i in 0..customers.len() {
@@ -292,11 +355,21 @@ fn load_warehouse(s: &Settings, conn: &mut Conn, n: u32, w: u32) -> Result<(), S
             row.push_str(&format!(
                 "({o}, {d}, {w}, {c}, NOW(), {carrier}, {lines}, 1 )"
             ));
-            bulk.push(&row)?;
+            bulk.push(row)?;
         }
     }
     bulk.done()?;
+    Ok(line_counts)
+}
 
+/// The warehouse's stock of every item.
+fn load_stock(
+    rng: &mut SbRng,
+    conn: &mut Conn,
+    n: u32,
+    w: u32,
+    row: &mut String,
+) -> Result<(), SchemaError> {
     let mut bulk = Bulk::new(
         conn,
         &format!("stock{n}"),
@@ -309,22 +382,28 @@ fn load_warehouse(s: &Settings, conn: &mut Conn, n: u32, w: u32) -> Result<(), S
         row.push_str(&format!("({i}, {w}, {q}"));
         for _ in 0..10 {
             row.push_str(",'");
-            push_repeated_letter(rng, 24, &mut row);
+            push_repeated_letter(rng, 24, row);
             row.push('\'');
         }
         row.push_str(",0,0,0,'");
         let len = rng.uniform(26, 50);
-        push_repeated_letter(rng, len, &mut row);
+        push_repeated_letter(rng, len, row);
         row.push_str("')");
-        bulk.push(&row)?;
+        bulk.push(row)?;
     }
     bulk.done()?;
+    Ok(())
+}
 
-    conn.query(&format!(
-        "INSERT INTO new_orders{n} (no_o_id, no_d_id, no_w_id) SELECT o_id, o_d_id, o_w_id FROM orders{n} WHERE o_id>{DELIVERED_ORDERS} and o_w_id={w}"
-    ))
-    .map_err(ctx(format!("loading new_orders{n}")))?;
-
+/// Every order's lines (`line_counts[order]` of them).
+fn load_order_lines(
+    rng: &mut SbRng,
+    conn: &mut Conn,
+    n: u32,
+    w: u32,
+    line_counts: &[u32],
+    row: &mut String,
+) -> Result<(), SchemaError> {
     let mut bulk = Bulk::new(
         conn,
         &format!("order_line{n}"),
@@ -341,11 +420,11 @@ fn load_warehouse(s: &Settings, conn: &mut Conn, n: u32, w: u32) -> Result<(), S
                     "({o}, {d}, {w}, {l}, {item}, {w}, {}, 5, ",
                     if delivered { "NOW()" } else { "NULL" }
                 ));
-                push_f6(if delivered { 0.0 } else { rng.unit() * 9999.99 }, &mut row);
+                push_f6(if delivered { 0.0 } else { rng.unit() * 9999.99 }, row);
                 row.push_str(", '");
-                push_repeated_letter(rng, 24, &mut row);
+                push_repeated_letter(rng, 24, row);
                 row.push_str("' )");
-                bulk.push(&row)?;
+                bulk.push(row)?;
             }
         }
     }
