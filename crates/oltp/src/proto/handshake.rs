@@ -30,8 +30,24 @@ const HANDSHAKE_COLLATION: u8 = 45;
 /// Authentication exchanges after the handshake response (a switch and a full authentication
 /// need three).
 const MAX_AUTH_ROUNDS: usize = 8;
+/// What the server's greeting offers: its capabilities (MariaDB's extended ones apart), the
+/// nonce to scramble the password with, and the authentication plugin it expects.
+struct Greeting {
+    caps: u32,
+    ext: u32,
+    nonce: Vec<u8>,
+    plugin: String,
+}
+
 impl Conn {
     pub(super) fn handshake(&mut self, opts: &ConnectOptions) -> Result<(), DbError> {
+        let g = self.greeting()?;
+        self.login(opts, &g)?;
+        self.authenticate(opts, g.plugin, g.nonce)
+    }
+
+    /// Reads the server's greeting (its version and connection id kept in `info`).
+    fn greeting(&mut self) -> Result<Greeting, DbError> {
         let hello = self.read_packet()?;
         if hello.first() == Some(&0xFF) {
             return Err(DbError::Server(ServerError::parse(&hello)));
@@ -88,7 +104,18 @@ impl Conn {
         if server_caps & CLIENT_PROTOCOL_41 == 0 {
             return Err(DbError::Protocol("server predates protocol 4.1".into()));
         }
+        Ok(Greeting {
+            caps: server_caps,
+            ext: server_ext,
+            nonce,
+            plugin,
+        })
+    }
 
+    /// Sends the handshake response: the capabilities both sides have, the user, the scrambled
+    /// password, the database and the plugin.
+    fn login(&mut self, opts: &ConnectOptions, g: &Greeting) -> Result<(), DbError> {
+        let (server_caps, server_ext, plugin, nonce) = (g.caps, g.ext, &g.plugin, &g.nonce);
         let mut caps = CLIENT_LONG_PASSWORD
             | CLIENT_LONG_FLAG
             | CLIENT_PROTOCOL_41
@@ -105,7 +132,7 @@ impl Conn {
         let ext = server_ext & MARIADB_CLIENT_CACHE_METADATA;
         self.parser.set_metadata_flag(ext != 0);
 
-        let auth_data = self.scramble(&plugin, opts.password.as_bytes(), &nonce)?;
+        let auth_data = self.scramble(plugin, opts.password.as_bytes(), nonce)?;
         self.wbuf.clear();
         let p = begin_packet(&mut self.wbuf, 1);
         self.wbuf.extend_from_slice(&caps.to_le_bytes());
@@ -126,7 +153,17 @@ impl Conn {
         finish_packet(&mut self.wbuf, p)?;
         self.waiting_for = "the server's answer to the login";
         self.flush()?;
+        Ok(())
+    }
 
+    /// Follows the server's answers to the login — auth switches, caching_sha2's full
+    /// authentication — to its OK or its error.
+    fn authenticate(
+        &mut self,
+        opts: &ConnectOptions,
+        mut plugin: String,
+        mut nonce: Vec<u8>,
+    ) -> Result<(), DbError> {
         let mut seq = 3u8;
         // A server that keeps asking (auth switch after auth switch) is broken or hostile: each
         // read is bounded by the connect timeout, and the rounds are bounded here.
