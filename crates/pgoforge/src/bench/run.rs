@@ -57,25 +57,16 @@ pub fn benchmark(
     }
     let plan = &plan;
     open_run_dir(plan, dir, resume)?;
-    drop_torn_tail(&results_path(dir))?;
-    let done: HashSet<(u32, String, TestName, u32)> = read_records(dir)?
-        .into_iter()
-        .map(|r| (r.round, r.contender, r.workload, r.threads))
-        .collect();
+    let done = recorded_cells(dir)?;
     if done.is_empty() {
         adopt_noise_floor(work_dir, dir, log)?;
     }
-    let per_round = plan.contenders.len() as u64
-        * plan.spec.workloads.len() as u64
-        * plan.spec.threads.len() as u64;
+    let per_round = runs_per_round(plan);
     let rounds_recorded = done.iter().map(|d| d.0).max().unwrap_or(0);
     let mut total = per_round * plan.spec.rounds.max(rounds_recorded) as u64;
     let mut measured = done.len() as u64;
     tick(measured, total);
-    let (server_cpus, client_cpus) = match (plan.pin, cpu::split()) {
-        (true, Some((s, c))) => (Some(s), c),
-        _ => (None, Vec::new()),
-    };
+    let (server_cpus, client_cpus) = pinned_cpus(plan);
     // A client on another host is reached (and refused, if it cannot be) before any server.
     let client = Client::open(&plan.spec, log)?;
     let base_spec = client.server_spec(ServerSpec {
@@ -119,14 +110,7 @@ pub fn benchmark(
                 }
             }
         }
-        let all_done = plan.contenders.iter().all(|c| {
-            plan.spec.workloads.iter().all(|&w| {
-                plan.spec
-                    .threads
-                    .iter()
-                    .all(|&t| done.contains(&(round, c.name.clone(), w, t)))
-            })
-        });
+        let all_done = round_recorded(plan, &done, round);
         if !all_done {
             wait_until_quiet(guard.patience, guard.allow_busy, log)?;
         }
@@ -170,6 +154,45 @@ pub fn benchmark(
         }
     }
     Ok(())
+}
+
+/// The cells already in the run directory's results (a torn last line dropped first): what a
+/// resumed benchmark does not measure again.
+fn recorded_cells(dir: &Path) -> Result<HashSet<(u32, String, TestName, u32)>> {
+    drop_torn_tail(&results_path(dir))?;
+    Ok(read_records(dir)?
+        .into_iter()
+        .map(|r| (r.round, r.contender, r.workload, r.threads))
+        .collect())
+}
+
+/// Measured runs in one round: every contender on every workload at every thread count.
+fn runs_per_round(plan: &BenchPlan) -> u64 {
+    plan.contenders.len() as u64 * plan.spec.workloads.len() as u64 * plan.spec.threads.len() as u64
+}
+
+/// The server's and the client's CPUs when the plan pins them (and the machine can be split).
+fn pinned_cpus(plan: &BenchPlan) -> (Option<Vec<usize>>, Vec<usize>) {
+    match (plan.pin, cpu::split()) {
+        (true, Some((s, c))) => (Some(s), c),
+        _ => (None, Vec::new()),
+    }
+}
+
+/// Whether every cell of `round` is in the results already (a resumed run skips it).
+fn round_recorded(
+    plan: &BenchPlan,
+    done: &HashSet<(u32, String, TestName, u32)>,
+    round: u32,
+) -> bool {
+    plan.contenders.iter().all(|c| {
+        plan.spec.workloads.iter().all(|&w| {
+            plan.spec
+                .threads
+                .iter()
+                .all(|&t| done.contains(&(round, c.name.clone(), w, t)))
+        })
+    })
 }
 
 /// Copies the machine's noise floor into a new run directory: the floor in force when a
