@@ -71,19 +71,57 @@ impl Observer for Quiet {}
 
 /// Runs the workload of `settings` against a prepared database and returns what was measured.
 pub fn run(settings: &Settings, observer: &mut dyn Observer) -> Result<RunResult, RunError> {
-    let seed = if settings.rand.seed == 0 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64)
-    } else {
-        settings.rand.seed
-    };
+    let seed = run_seed(settings);
     // A bad workload file is refused before any server is asked anything.
     let replay = if settings.test == crate::settings::TestName::Replay {
         Some(crate::replay::load(settings)?)
     } else {
         None
     };
+    let server = server_side(settings)?;
+    let sh = shared(settings, seed, replay.clone());
+    let nworkers = settings.effective_client_threads() as usize;
+    let counters: Vec<Counters> = (0..nworkers).map(|_| Counters::default()).collect();
+    let mut intervals = Vec::new();
+    let (outs, end) = drive(&sh, settings, &counters, &mut intervals, observer);
+    let outs = outs.map_err(RunError::Setup)?;
+    let timing = sh.timing();
+    let total = end
+        .saturating_duration_since(timing.measure_from)
+        .as_secs_f64();
+    let mut result = assemble(settings, seed, server, &counters, outs, intervals, total);
+    if let (Some(w), Some(r)) = (&replay, result.replay.as_mut()) {
+        r.sessions = w.sessions.len();
+        r.statements_in_file = w.statements();
+    }
+    let failure = sh.failure.lock().expect("failure lock").take();
+    match failure {
+        None => Ok(result),
+        Some((message, code)) => Err(RunError::Failed {
+            message,
+            code,
+            partial: Box::new(RunResult {
+                complete: false,
+                ..result
+            }),
+        }),
+    }
+}
+
+/// The run's seed: `--rand-seed`, or the clock's when it is 0 (sysbench's rule).
+fn run_seed(settings: &Settings) -> u64 {
+    if settings.rand.seed == 0 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    } else {
+        settings.rand.seed
+    }
+}
+
+/// The server as the run reports it, asked once before any worker starts: its version, and
+/// that the test's tables are there.
+fn server_side(settings: &Settings) -> Result<ServerSide, RunError> {
     let mut ctl = Conn::connect(&settings.conn.for_connection(0)).map_err(RunError::Setup)?;
     let version = ctl.server_info().version.clone();
     let missing = missing_tables(&mut ctl, &table_names(settings)).map_err(RunError::Setup)?;
@@ -94,47 +132,58 @@ pub fn run(settings: &Settings, observer: &mut dyn Observer) -> Result<RunResult
             test: settings.test.to_string(),
         });
     }
-    drop(ctl);
-
     let endpoints = settings.conn.endpoints();
-    let server = ServerSide {
+    Ok(ServerSide {
         version,
         transport: endpoints[0].transport().to_string(),
         endpoints: endpoints.iter().map(|e| e.to_string()).collect(),
         tls: false,
-    };
-    let mut sh = Shared {
-        w: {
-            let mut w = Workload::new(settings.clone(), seed);
-            w.replay = replay.clone();
-            w
-        },
+    })
+}
+
+/// What the workers share: the workload, the clock, the stop flag, the arrivals of a fixed
+/// `--rate`, the first failure.
+fn shared(
+    settings: &Settings,
+    seed: u64,
+    replay: Option<std::sync::Arc<crate::replay::parse::Workload>>,
+) -> Shared {
+    let mut w = Workload::new(settings.clone(), seed);
+    w.replay = replay;
+    let rate = settings.rate;
+    Shared {
+        w,
         timing: OnceLock::new(),
         stop: AtomicBool::new(false),
         started: AtomicU64::new(0),
         in_flight: AtomicI64::new(0),
-        arrivals: None,
+        arrivals: (rate > 0).then(|| {
+            Mutex::new(Arrivals {
+                next: Instant::now(),
+                rng: SbRng::new(seed, u64::MAX),
+                rate: rate as f64,
+            })
+        }),
         failure: Mutex::new(None),
         seed,
-    };
-    let nworkers = settings.effective_client_threads() as usize;
-    let counters: Vec<Counters> = (0..nworkers).map(|_| Counters::default()).collect();
+    }
+}
+
+/// Starts the workers, waits until every connection is up, starts the clock, reports the
+/// intervals until they are done, and returns what each measured (or the first set-up error)
+/// and when the run ended.
+fn drive(
+    sh: &Shared,
+    settings: &Settings,
+    counters: &[Counters],
+    intervals: &mut Vec<Interval>,
+    observer: &mut dyn Observer,
+) -> (Result<Vec<WorkerOut>, DbError>, Instant) {
+    let nworkers = counters.len();
     let go = Barrier::new(nworkers + 1);
     let (ready_tx, ready_rx) = mpsc::channel();
     let (done_tx, done_rx) = mpsc::channel::<()>();
-    let mut intervals = Vec::new();
-
-    let rate = settings.rate;
-    if rate > 0 {
-        sh.arrivals = Some(Mutex::new(Arrivals {
-            next: Instant::now(),
-            rng: SbRng::new(seed, u64::MAX),
-            rate: rate as f64,
-        }));
-    }
-    let sh = &sh;
-
-    let (outs, end) = thread::scope(|scope| {
+    thread::scope(|scope| {
         let handles: Vec<_> = (0..nworkers)
             .map(|wi| {
                 let tids: Vec<u32> = (0..settings.threads)
@@ -177,13 +226,7 @@ pub fn run(settings: &Settings, observer: &mut dyn Observer) -> Result<RunResult
         if setup_error.is_none() {
             observer.started();
             report_intervals(
-                sh,
-                settings,
-                &counters,
-                &done_rx,
-                nworkers,
-                &mut intervals,
-                observer,
+                sh, settings, counters, &done_rx, nworkers, intervals, observer,
             );
         }
         let outs: Vec<WorkerOut> = handles
@@ -191,27 +234,5 @@ pub fn run(settings: &Settings, observer: &mut dyn Observer) -> Result<RunResult
             .map(|h| h.join().expect("worker thread panicked"))
             .collect();
         (setup_error.map_or(Ok(outs), Err), Instant::now())
-    });
-    let outs = outs.map_err(RunError::Setup)?;
-    let timing = sh.timing();
-    let total = end
-        .saturating_duration_since(timing.measure_from)
-        .as_secs_f64();
-    let mut result = assemble(settings, seed, server, &counters, outs, intervals, total);
-    if let (Some(w), Some(r)) = (&replay, result.replay.as_mut()) {
-        r.sessions = w.sessions.len();
-        r.statements_in_file = w.statements();
-    }
-    let failure = sh.failure.lock().expect("failure lock").take();
-    match failure {
-        None => Ok(result),
-        Some((message, code)) => Err(RunError::Failed {
-            message,
-            code,
-            partial: Box::new(RunResult {
-                complete: false,
-                ..result
-            }),
-        }),
-    }
+    })
 }
