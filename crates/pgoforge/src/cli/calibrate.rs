@@ -75,27 +75,7 @@ pub fn main(a: CalibrateArgs) -> Result<i32> {
         .flatten()
         .filter(|c| resume && c.binary == a.binary)
         .map(|c| c.wall_seconds_per_run);
-    let same = |name: &str| Contender {
-        name: name.into(),
-        binary: a.binary.clone(),
-        buffer_pool_mb: None,
-    };
-    let plan = BenchPlan {
-        contenders: vec![same(A), same(A_AGAIN)],
-        spec,
-        config: a.server.config(),
-        pin: !a.no_pin,
-        seed: a
-            .seed
-            .or(earlier.as_ref().map(|e| e.seed))
-            .unwrap_or_else(plan::fresh_seed),
-        label: "calibration: A/A".into(),
-        order_scheme: OrderScheme::Williams,
-        reference_only: Vec::new(),
-        trained_on: Vec::new(),
-        training: Vec::new(),
-        aa_control: None,
-    };
+    let plan = aa_plan(&a, spec, earlier.as_ref().map(|e| e.seed));
     let reporter = super::reporter(a.json);
     let started = Instant::now();
     // (when, runs done) at the first tick (before the dataset is prepared), and at the first and
@@ -138,8 +118,56 @@ pub fn main(a: CalibrateArgs) -> Result<i32> {
         // One run: its time includes the preparation, the best figure there is.
         _ => started.elapsed().as_secs_f64() / measured_here.max(1) as f64,
     };
-    let cells = r
-        .cells
+    let cal = Calibration::from_cells(
+        &a.binary,
+        plan.spec.seconds,
+        plan.spec.warmup_seconds,
+        per_run,
+        aa_cells(&r),
+    );
+    pgoforge::infra::fs::write_json(&calibrate::copy_in_run_dir(&dir), &cal)?;
+    pgoforge::infra::fs::write_json(&calibrate::path(&work), &cal)?;
+    let md = markdown::table(&calibration_table(&cal));
+    pgoforge::infra::fs::write_atomic(&dir.join("calibration.md"), &md)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&cal)?);
+        return Ok(0);
+    }
+    print_floor(&a, &plan, per_run, &md, &r, &work);
+    println!("results and reports in {}", dir.display());
+    Ok(0)
+}
+
+/// The benchmark of one binary against itself: `a` and `a-again`, interleaved in a Williams
+/// design (a resumed calibration keeps its seed).
+fn aa_plan(
+    a: &CalibrateArgs,
+    spec: pgoforge::bench::spec::BenchSpec,
+    earlier_seed: Option<u64>,
+) -> BenchPlan {
+    let same = |name: &str| Contender {
+        name: name.into(),
+        binary: a.binary.clone(),
+        buffer_pool_mb: None,
+    };
+    BenchPlan {
+        contenders: vec![same(A), same(A_AGAIN)],
+        spec,
+        config: a.server.config(),
+        pin: !a.no_pin,
+        seed: a.seed.or(earlier_seed).unwrap_or_else(plan::fresh_seed),
+        label: "calibration: A/A".into(),
+        order_scheme: OrderScheme::Williams,
+        reference_only: Vec::new(),
+        trained_on: Vec::new(),
+        training: Vec::new(),
+        aa_control: None,
+    }
+}
+
+/// Each cell's A/A pair: `a-again` against `a` as the report judged it, with both rounds.
+fn aa_cells(r: &report::Report) -> Vec<AaCell<'_>> {
+    r.cells
         .iter()
         .filter(|c| c.contender == A_AGAIN)
         .filter_map(|again| {
@@ -154,22 +182,19 @@ pub fn main(a: CalibrateArgs) -> Result<i32> {
                 a_again: &again.tps_rounds,
                 aa,
             })
-        });
-    let cal = Calibration::from_cells(
-        &a.binary,
-        plan.spec.seconds,
-        plan.spec.warmup_seconds,
-        per_run,
-        cells,
-    );
-    pgoforge::infra::fs::write_json(&calibrate::copy_in_run_dir(&dir), &cal)?;
-    pgoforge::infra::fs::write_json(&calibrate::path(&work), &cal)?;
-    let md = markdown::table(&calibration_table(&cal));
-    pgoforge::infra::fs::write_atomic(&dir.join("calibration.md"), &md)?;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&cal)?);
-        return Ok(0);
-    }
+        })
+        .collect()
+}
+
+/// The floor as the terminal shows it, with what made it and what "detectable" means.
+fn print_floor(
+    a: &CalibrateArgs,
+    plan: &BenchPlan,
+    per_run: f64,
+    md: &str,
+    r: &report::Report,
+    work: &std::path::Path,
+) {
     println!(
         "noise floor of {} against itself: {} rounds, runs of {} s after {} s of warm-up \
          ({:.0} s of wall time per run with server starts)",
@@ -181,16 +206,14 @@ pub fn main(a: CalibrateArgs) -> Result<i32> {
     );
     print!("{md}");
     // What made the floor what it is: the host's per-second noise and the CPU it lost to steal.
-    for line in export::host_sentences(&r) {
+    for line in export::host_sentences(r) {
         println!("{line}");
     }
     println!(
         "\"detectable\": the smallest true change found with 80% power at 95% (a default run: 8 \
          rounds, 6 comparisons under Holm). Saved as {}; later benchmarks in this work dir flag \
          runs that scatter more than {}x this floor.",
-        calibrate::path(&work).display(),
+        calibrate::path(work).display(),
         calibrate::UNSTABLE_OVER_FLOOR
     );
-    println!("results and reports in {}", dir.display());
-    Ok(0)
 }
