@@ -330,91 +330,11 @@ impl Workload {
         stmts: &mut StmtTable,
         out: &mut Vec<u8>,
     ) -> Result<Expect, DbError> {
-        let s = &self.settings;
-        let range = |id: u32| id as i64 + s.trx.range_size as i64 - 1;
-        let n_ints;
-        let mut strs = 0u8; // which string params: bit0 = c, bit1 = pad
-        match kind {
-            StmtKind::Begin | StmtKind::Commit => n_ints = 0,
-            StmtKind::PointSelect | StmtKind::IndexUpdate => {
-                d.ints[0] = self.get_id(rng) as i64;
-                n_ints = 1;
-            }
-            StmtKind::SimpleRange
-            | StmtKind::SumRange
-            | StmtKind::OrderRange
-            | StmtKind::DistinctRange => {
-                let id = self.get_id(rng);
-                d.ints[0] = id as i64;
-                d.ints[1] = range(id);
-                n_ints = 2;
-            }
-            StmtKind::NonIndexUpdate => {
-                rng.fill_template(C_TEMPLATE, &mut d.c);
-                d.ints[0] = self.get_id(rng) as i64;
-                n_ints = 1;
-                strs = 1;
-            }
-            StmtKind::Delete => {
-                d.ints[0] = d.id as i64;
-                n_ints = 1;
-            }
-            StmtKind::Insert => {
-                rng.fill_template(C_TEMPLATE, &mut d.c);
-                rng.fill_template(PAD_TEMPLATE, &mut d.pad);
-                d.ints[0] = d.id as i64;
-                d.ints[1] = d.k as i64;
-                n_ints = 2;
-                strs = 3;
-            }
-            StmtKind::TextInsert => {
-                let table = rng.uniform(1, s.schema.tables);
-                let k = self.get_id(rng);
-                rng.fill_template(C_TEMPLATE, &mut d.c);
-                rng.fill_template(PAD_TEMPLATE, &mut d.pad);
-                let id: i64 = if s.schema.auto_inc {
-                    0
-                } else {
-                    self.unique.next() as i64 - 2_147_483_648
-                };
-                let t = &mut d.text;
-                t.clear();
-                t.extend_from_slice(b"INSERT INTO sbtest");
-                push_int(t, table as i64);
-                t.extend_from_slice(b" (id, k, c, pad) VALUES (");
-                push_int(t, id);
-                t.extend_from_slice(b", ");
-                push_int(t, k as i64);
-                t.extend_from_slice(b", '");
-                t.extend_from_slice(&d.c);
-                t.extend_from_slice(b"', '");
-                t.extend_from_slice(&d.pad);
-                t.extend_from_slice(b"')");
-                encode_query(out, t)?;
-                return Ok(Expect::Result);
-            }
-            StmtKind::RandomPoints | StmtKind::RandomRanges => {
-                // Each connection draws from its own slice of the key space, as sysbench does.
-                let rlen = s.schema.table_size as f64 / s.threads as f64;
-                let rmin = (rlen * tid as f64) as u32;
-                let rmax = (rlen * tid as f64 + rlen) as u32;
-                if kind == StmtKind::RandomPoints {
-                    n_ints = s.random_points.clamp(1, 64) as usize;
-                    for i in 0..n_ints {
-                        d.ints[i] = self.dist.sample(rng, rmin, rmax) as i64;
-                    }
-                } else {
-                    let n = s.number_of_ranges.clamp(1, 32) as usize;
-                    for i in 0..n {
-                        let v = self.dist.sample(rng, rmin, rmax) as i64;
-                        d.ints[2 * i] = v;
-                        d.ints[2 * i + 1] = v + s.delta as i64;
-                    }
-                    n_ints = 2 * n;
-                }
-            }
-            StmtKind::BulkRow => unreachable!("bulk rows are buffered by the runner"),
+        if kind == StmtKind::TextInsert {
+            self.text_insert(d, rng, out)?;
+            return Ok(Expect::Result);
         }
+        let (n_ints, strs) = self.draw_values(kind, tid, d, rng);
         let mut params: [Param; 66] = [Param::Int(0); 66];
         let mut n = 0;
         // Parameter order: NonIndexUpdate is (c, id); Insert is (id, k, c, pad); others ints only.
@@ -437,33 +357,148 @@ impl Workload {
             }
         }
         let table = if kind.per_table() { d.table } else { 1 };
-        match stmts.get(kind, table) {
-            Handle::Prepared(p, types_sent) => {
-                encode_execute(out, p.id, &params[..n], !*types_sent)?;
-                *types_sent = true;
-            }
-            Handle::Text(parts) => {
-                let t = &mut d.text;
-                t.clear();
-                for (i, part) in parts.iter().enumerate() {
-                    t.extend_from_slice(part);
-                    if i + 1 < parts.len() {
-                        match params.get(i).filter(|_| i < n) {
-                            Some(Param::Int(v)) => push_int(t, *v),
-                            Some(Param::Str(s)) => {
-                                t.push(b'\'');
-                                t.extend_from_slice(s);
-                                t.push(b'\'');
-                            }
-                            None => t.push(b'?'),
-                        }
-                    }
-                }
-                encode_query(out, t)?;
-            }
-        }
+        send(stmts.get(kind, table), &params[..n], &mut d.text, out)?;
         Ok(Expect::Result)
     }
+
+    /// Draws the values of statement `kind` into `d`, in sysbench's order; returns how many
+    /// integers it takes and which strings (bit 0: c, bit 1: pad).
+    #[inline]
+    fn draw_values(&self, kind: StmtKind, tid: u32, d: &mut Draws, rng: &mut SbRng) -> (usize, u8) {
+        let s = &self.settings;
+        let range = |id: u32| id as i64 + s.trx.range_size as i64 - 1;
+        match kind {
+            StmtKind::Begin | StmtKind::Commit => (0, 0),
+            StmtKind::PointSelect | StmtKind::IndexUpdate => {
+                d.ints[0] = self.get_id(rng) as i64;
+                (1, 0)
+            }
+            StmtKind::SimpleRange
+            | StmtKind::SumRange
+            | StmtKind::OrderRange
+            | StmtKind::DistinctRange => {
+                let id = self.get_id(rng);
+                d.ints[0] = id as i64;
+                d.ints[1] = range(id);
+                (2, 0)
+            }
+            StmtKind::NonIndexUpdate => {
+                rng.fill_template(C_TEMPLATE, &mut d.c);
+                d.ints[0] = self.get_id(rng) as i64;
+                (1, 1)
+            }
+            StmtKind::Delete => {
+                d.ints[0] = d.id as i64;
+                (1, 0)
+            }
+            StmtKind::Insert => {
+                rng.fill_template(C_TEMPLATE, &mut d.c);
+                rng.fill_template(PAD_TEMPLATE, &mut d.pad);
+                d.ints[0] = d.id as i64;
+                d.ints[1] = d.k as i64;
+                (2, 3)
+            }
+            StmtKind::RandomPoints | StmtKind::RandomRanges => {
+                (self.draw_random(kind, tid, d, rng), 0)
+            }
+            StmtKind::TextInsert => unreachable!("encoded whole by text_insert"),
+            StmtKind::BulkRow => unreachable!("bulk rows are buffered by the runner"),
+        }
+    }
+
+    /// select_random_points / select_random_ranges: each connection draws from its own slice of
+    /// the key space, as sysbench does; returns how many integers were drawn.
+    #[inline]
+    fn draw_random(&self, kind: StmtKind, tid: u32, d: &mut Draws, rng: &mut SbRng) -> usize {
+        let s = &self.settings;
+        let rlen = s.schema.table_size as f64 / s.threads as f64;
+        let rmin = (rlen * tid as f64) as u32;
+        let rmax = (rlen * tid as f64 + rlen) as u32;
+        if kind == StmtKind::RandomPoints {
+            let n_ints = s.random_points.clamp(1, 64) as usize;
+            for i in 0..n_ints {
+                d.ints[i] = self.dist.sample(rng, rmin, rmax) as i64;
+            }
+            n_ints
+        } else {
+            let n = s.number_of_ranges.clamp(1, 32) as usize;
+            for i in 0..n {
+                let v = self.dist.sample(rng, rmin, rmax) as i64;
+                d.ints[2 * i] = v;
+                d.ints[2 * i + 1] = v + s.delta as i64;
+            }
+            2 * n
+        }
+    }
+
+    /// bulk_insert's text INSERT of one row into a random table, its values drawn here.
+    fn text_insert(
+        &self,
+        d: &mut Draws,
+        rng: &mut SbRng,
+        out: &mut Vec<u8>,
+    ) -> Result<(), DbError> {
+        let s = &self.settings;
+        let table = rng.uniform(1, s.schema.tables);
+        let k = self.get_id(rng);
+        rng.fill_template(C_TEMPLATE, &mut d.c);
+        rng.fill_template(PAD_TEMPLATE, &mut d.pad);
+        let id: i64 = if s.schema.auto_inc {
+            0
+        } else {
+            self.unique.next() as i64 - 2_147_483_648
+        };
+        let t = &mut d.text;
+        t.clear();
+        t.extend_from_slice(b"INSERT INTO sbtest");
+        push_int(t, table as i64);
+        t.extend_from_slice(b" (id, k, c, pad) VALUES (");
+        push_int(t, id);
+        t.extend_from_slice(b", ");
+        push_int(t, k as i64);
+        t.extend_from_slice(b", '");
+        t.extend_from_slice(&d.c);
+        t.extend_from_slice(b"', '");
+        t.extend_from_slice(&d.pad);
+        t.extend_from_slice(b"')");
+        encode_query(out, t)
+    }
+}
+
+/// A statement with its parameters into `out`: an EXECUTE of the prepared statement (its types
+/// sent the first time), or the text with the values in place of the markers.
+#[inline]
+fn send(
+    handle: &mut Handle,
+    params: &[Param],
+    text: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) -> Result<(), DbError> {
+    match handle {
+        Handle::Prepared(p, types_sent) => {
+            encode_execute(out, p.id, params, !*types_sent)?;
+            *types_sent = true;
+        }
+        Handle::Text(parts) => {
+            text.clear();
+            for (i, part) in parts.iter().enumerate() {
+                text.extend_from_slice(part);
+                if i + 1 < parts.len() {
+                    match params.get(i) {
+                        Some(Param::Int(v)) => push_int(text, *v),
+                        Some(Param::Str(s)) => {
+                            text.push(b'\'');
+                            text.extend_from_slice(s);
+                            text.push(b'\'');
+                        }
+                        None => text.push(b'?'),
+                    }
+                }
+            }
+            encode_query(out, text)?;
+        }
+    }
+    Ok(())
 }
 
 pub fn push_int(out: &mut Vec<u8>, v: i64) {
