@@ -421,6 +421,53 @@ pub fn build(req: &DebRequest) -> Result<Deb> {
     fs::set_permissions(doc.join("manifest.json"), fs::Permissions::from_mode(0o644))?;
     write_mode(&doc.join("copyright"), COPYRIGHT, 0o644)?;
     let maintainer = maintainer(req.maintainer)?;
+    write_changelog(&doc, &m, &version, &maintainer)?;
+    let kib = installed_kib(&tree)?;
+    write_mode(
+        &debian.join("control"),
+        &control(
+            &m,
+            &Control {
+                version: &version,
+                fits: &fits,
+                arch: &arch,
+                installed_kib: kib,
+                maintainer: &maintainer,
+                depends: &shlib_depends(&installed, work.path())?,
+            },
+        ),
+        0o644,
+    )?;
+    write_mode(&debian.join("preinst"), &preinst(), 0o755)?;
+    write_mode(&debian.join("postinst"), &postinst(), 0o755)?;
+    write_mode(&debian.join("postrm"), &postrm(), 0o755)?;
+    write_md5sums(&tree, &debian)?;
+
+    fs::create_dir_all(req.out_dir)?;
+    let name = format!("{PACKAGE}_{}_{arch}.deb", version.replace(':', "%3a"));
+    let path = req.out_dir.join(&name);
+    let tmp = req.out_dir.join(format!(".{name}.tmp"));
+    crate::infra::runner::run_tool(
+        Command::new("dpkg-deb")
+            .args(["--root-owner-group", "-Zxz", "--build"])
+            .arg(&tree)
+            .arg(&tmp),
+        "dpkg-deb --build",
+        None,
+    )?;
+    fs::rename(&tmp, &path).with_context(|| format!("renaming to {}", path.display()))?;
+    Ok(Deb {
+        sha256: crate::infra::fs::sha256_file(&path)?,
+        bytes: fs::metadata(&path)?.len(),
+        path,
+        package: PACKAGE.into(),
+        version,
+        fits,
+    })
+}
+
+/// usr/share/doc/PACKAGE/changelog.Debian.gz: one entry saying what was built, from what.
+fn write_changelog(doc: &Path, m: &Manifest, version: &str, maintainer: &str) -> Result<()> {
     let changelog = format!(
         "{PACKAGE} ({version}) unstable; urgency=medium\n\n  * Built by pgoforge {}, variant {}.\n  * From {}.\n\n -- {maintainer}  {}\n",
         m.pgoforge_version,
@@ -447,59 +494,28 @@ pub fn build(req: &DebRequest) -> Result<Deb> {
         }
     }
     fs::set_permissions(&gz, fs::Permissions::from_mode(0o644))?;
-    let kib = crate::infra::fs::files_under(&tree.join("usr"), "")?
+    Ok(())
+}
+
+/// Installed-Size: the package's files in KiB, each rounded up, as dpkg-gencontrol counts.
+fn installed_kib(tree: &Path) -> Result<u64> {
+    Ok(crate::infra::fs::files_under(&tree.join("usr"), "")?
         .iter()
         .map(|f| fs::symlink_metadata(f).map(|m| m.len().div_ceil(1024)))
-        .sum::<std::io::Result<u64>>()?;
-    write_mode(
-        &debian.join("control"),
-        &control(
-            &m,
-            &Control {
-                version: &version,
-                fits: &fits,
-                arch: &arch,
-                installed_kib: kib,
-                maintainer: &maintainer,
-                depends: &shlib_depends(&installed, work.path())?,
-            },
-        ),
-        0o644,
-    )?;
-    write_mode(&debian.join("preinst"), &preinst(), 0o755)?;
-    write_mode(&debian.join("postinst"), &postinst(), 0o755)?;
-    write_mode(&debian.join("postrm"), &postrm(), 0o755)?;
+        .sum::<std::io::Result<u64>>()?)
+}
+
+/// DEBIAN/md5sums: every file but the links, as dpkg verifies them.
+fn write_md5sums(tree: &Path, debian: &Path) -> Result<()> {
     let mut sums = String::new();
     for f in crate::infra::fs::files_under(&tree.join("usr"), "")? {
         if f.is_symlink() {
             continue;
         }
-        let rel = f.strip_prefix(&tree)?;
+        let rel = f.strip_prefix(tree)?;
         sums += &format!("{}  {}\n", md5_file(&f)?, rel.display());
     }
-    write_mode(&debian.join("md5sums"), &sums, 0o644)?;
-
-    fs::create_dir_all(req.out_dir)?;
-    let name = format!("{PACKAGE}_{}_{arch}.deb", version.replace(':', "%3a"));
-    let path = req.out_dir.join(&name);
-    let tmp = req.out_dir.join(format!(".{name}.tmp"));
-    crate::infra::runner::run_tool(
-        Command::new("dpkg-deb")
-            .args(["--root-owner-group", "-Zxz", "--build"])
-            .arg(&tree)
-            .arg(&tmp),
-        "dpkg-deb --build",
-        None,
-    )?;
-    fs::rename(&tmp, &path).with_context(|| format!("renaming to {}", path.display()))?;
-    Ok(Deb {
-        sha256: crate::infra::fs::sha256_file(&path)?,
-        bytes: fs::metadata(&path)?.len(),
-        path,
-        package: PACKAGE.into(),
-        version,
-        fits,
-    })
+    write_mode(&debian.join("md5sums"), &sums, 0o644)
 }
 
 fn md5_file(p: &Path) -> Result<String> {
