@@ -421,38 +421,7 @@ fn sql(path: &Path, bytes: &[u8]) -> Result<Vec<Statement>, ParseError> {
         }
         match c {
             b'\'' | b'"' | b'`' => {
-                let start_line = line;
-                cur.push(c);
-                i += 1;
-                loop {
-                    let Some(&d) = bytes.get(i) else {
-                        return Err(bad(path, format!("a quoted string opened on line {start_line} never closes: the file is cut inside a statement (truncated?)")));
-                    };
-                    cur.push(d);
-                    i += 1;
-                    if d == b'\n' {
-                        line += 1;
-                    }
-                    if d == b'\\' && c != b'`' {
-                        if let Some(&e) = bytes.get(i) {
-                            cur.push(e);
-                            i += 1;
-                            if e == b'\n' {
-                                line += 1;
-                            }
-                        }
-                        continue;
-                    }
-                    if d == c {
-                        // A doubled quote is an escaped one.
-                        if bytes.get(i) == Some(&c) {
-                            cur.push(c);
-                            i += 1;
-                            continue;
-                        }
-                        break;
-                    }
-                }
+                quoted(path, bytes, &mut i, &mut line, &mut cur)?;
                 continue;
             }
             b'-' if bytes.get(i + 1) == Some(&b'-')
@@ -470,26 +439,7 @@ fn sql(path: &Path, bytes: &[u8]) -> Result<Vec<Statement>, ParseError> {
                 continue;
             }
             b'/' if bytes.get(i + 1) == Some(&b'*') && bytes.get(i + 2) != Some(&b'!') => {
-                let start_line = line;
-                i += 2;
-                loop {
-                    if i + 1 >= bytes.len() {
-                        return Err(bad(
-                            path,
-                            format!(
-                                "a comment opened on line {start_line} never closes (truncated?)"
-                            ),
-                        ));
-                    }
-                    if bytes[i] == b'\n' {
-                        line += 1;
-                    }
-                    if bytes[i] == b'*' && bytes[i + 1] == b'/' {
-                        i += 2;
-                        break;
-                    }
-                    i += 1;
-                }
+                block_comment(path, bytes, &mut i, &mut line)?;
                 continue;
             }
             _ => {}
@@ -527,6 +477,77 @@ fn sql(path: &Path, bytes: &[u8]) -> Result<Vec<Statement>, ParseError> {
         ));
     }
     Ok(out)
+}
+
+/// A quoted string or identifier starting at `bytes[*i]`, copied into `cur` whole (backslash
+/// escapes outside backticks, doubled quotes), `*i` and `*line` moved past it.
+fn quoted(
+    path: &Path,
+    bytes: &[u8],
+    i: &mut usize,
+    line: &mut usize,
+    cur: &mut Vec<u8>,
+) -> Result<(), ParseError> {
+    let c = bytes[*i];
+    let start_line = *line;
+    cur.push(c);
+    *i += 1;
+    loop {
+        let Some(&d) = bytes.get(*i) else {
+            return Err(bad(path, format!("a quoted string opened on line {start_line} never closes: the file is cut inside a statement (truncated?)")));
+        };
+        cur.push(d);
+        *i += 1;
+        if d == b'\n' {
+            *line += 1;
+        }
+        if d == b'\\' && c != b'`' {
+            if let Some(&e) = bytes.get(*i) {
+                cur.push(e);
+                *i += 1;
+                if e == b'\n' {
+                    *line += 1;
+                }
+            }
+            continue;
+        }
+        if d == c {
+            // A doubled quote is an escaped one.
+            if bytes.get(*i) == Some(&c) {
+                cur.push(c);
+                *i += 1;
+                continue;
+            }
+            return Ok(());
+        }
+    }
+}
+
+/// A `/* … */` comment starting at `bytes[*i]` skipped (`/*!` ones are statements' text).
+fn block_comment(
+    path: &Path,
+    bytes: &[u8],
+    i: &mut usize,
+    line: &mut usize,
+) -> Result<(), ParseError> {
+    let start_line = *line;
+    *i += 2;
+    loop {
+        if *i + 1 >= bytes.len() {
+            return Err(bad(
+                path,
+                format!("a comment opened on line {start_line} never closes (truncated?)"),
+            ));
+        }
+        if bytes[*i] == b'\n' {
+            *line += 1;
+        }
+        if bytes[*i] == b'*' && bytes[*i + 1] == b'/' {
+            *i += 2;
+            return Ok(());
+        }
+        *i += 1;
+    }
 }
 
 #[cfg(test)]
