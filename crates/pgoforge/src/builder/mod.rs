@@ -293,50 +293,8 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
     let t0 = Instant::now();
 
     let before = remote.and_then(|c| cluster::stats(&c.sccache));
-    // Precompiled headers only where the compiles run here: sccache cannot distribute a compile
-    // that reads one. The code is the same either way (builder/pch.rs).
-    let pch = if remote.is_none() {
-        pch::write(
-            &req.recipe.build.precompile_headers,
-            &req.source.dir,
-            &build_dir,
-        )?
-    } else {
-        pch::remove_stale(&build_dir);
-        None
-    };
-    let mut configure = configure_command(req, &build_dir, &flags, remote);
-    configure.args(pch::cmake_args(pch.as_deref()));
-    append_line(&log_path, &format!("$ {configure:?}"))?;
-    Tool::new(
-        &mut configure,
-        format!("configuring {} ({v})", req.recipe.name),
-    )
-    .append_to(&log_path)
-    .own_process_group()
-    .run()
-    .map_err(|e| with_log_tail(e, &log_path, 25))?;
-    opt_level::confirm(&build_dir, &flags.opt, &|m| {
-        let _ = append_line(&log_path, &format!("pgoforge: {m}"));
-    })?;
-    let mut make = Command::new("cmake");
-    make.arg("--build")
-        .arg(&build_dir)
-        .arg("-j")
-        .arg(compile_jobs.to_string());
-    for t in &req.recipe.build.targets {
-        make.arg("--target").arg(t);
-    }
-    append_line(&log_path, &format!("$ {make:?}"))?;
-    Tool::new(&mut make, format!("building {} ({v})", req.recipe.name))
-        .append_to(&log_path)
-        .own_process_group()
-        .run_with(|line| {
-            if let (Some(p), Some(pct)) = (req.progress, make_percent(line)) {
-                p(pct);
-            }
-        })
-        .map_err(|e| with_log_tail(e, &log_path, 30))?;
+    configure(req, &build_dir, &flags, remote, &log_path)?;
+    compile(req, &build_dir, compile_jobs, &log_path)?;
 
     let binary = build_dir.join(&req.recipe.build.binary);
     if !binary.is_file() {
@@ -379,6 +337,69 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
     };
     crate::infra::fs::write_json(&dir.join("build.json"), &out)?;
     Ok(out)
+}
+
+/// CMake's configure step for the request (the precompiled headers written, or removed when
+/// the compiles go to a cluster), and the configured optimization level read back.
+fn configure(
+    req: &BuildRequest,
+    build_dir: &Path,
+    flags: &FlagSet,
+    remote: Option<&cluster::Cluster>,
+    log_path: &Path,
+) -> Result<()> {
+    let v = req.variant;
+    // Precompiled headers only where the compiles run here: sccache cannot distribute a compile
+    // that reads one. The code is the same either way (builder/pch.rs).
+    let pch = if remote.is_none() {
+        pch::write(
+            &req.recipe.build.precompile_headers,
+            &req.source.dir,
+            build_dir,
+        )?
+    } else {
+        pch::remove_stale(build_dir);
+        None
+    };
+    let mut configure = configure_command(req, build_dir, flags, remote);
+    configure.args(pch::cmake_args(pch.as_deref()));
+    append_line(log_path, &format!("$ {configure:?}"))?;
+    Tool::new(
+        &mut configure,
+        format!("configuring {} ({v})", req.recipe.name),
+    )
+    .append_to(log_path)
+    .own_process_group()
+    .run()
+    .map_err(|e| with_log_tail(e, log_path, 25))?;
+    opt_level::confirm(build_dir, &flags.opt, &|m| {
+        let _ = append_line(log_path, &format!("pgoforge: {m}"));
+    })?;
+    Ok(())
+}
+
+/// `cmake --build` of the recipe's targets at `jobs`, its percentage reported as it goes.
+fn compile(req: &BuildRequest, build_dir: &Path, jobs: usize, log_path: &Path) -> Result<()> {
+    let v = req.variant;
+    let mut make = Command::new("cmake");
+    make.arg("--build")
+        .arg(build_dir)
+        .arg("-j")
+        .arg(jobs.to_string());
+    for t in &req.recipe.build.targets {
+        make.arg("--target").arg(t);
+    }
+    append_line(log_path, &format!("$ {make:?}"))?;
+    Tool::new(&mut make, format!("building {} ({v})", req.recipe.name))
+        .append_to(log_path)
+        .own_process_group()
+        .run_with(|line| {
+            if let (Some(p), Some(pct)) = (req.progress, make_percent(line)) {
+                p(pct);
+            }
+        })
+        .map_err(|e| with_log_tail(e, log_path, 30))?;
+    Ok(())
 }
 
 /// The finished build in `dir`, if it has everything the request asks for. A build.json that
