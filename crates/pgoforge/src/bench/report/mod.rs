@@ -175,93 +175,21 @@ pub fn build_against(dir: &Path, baseline: Option<&str>) -> Result<Report> {
 
 /// [`build_against`] under a decision [`Policy`].
 pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<Report> {
-    let pp = plan_path(dir);
-    let mut plan: BenchPlan = serde_json::from_str(
-        &std::fs::read_to_string(&pp)
-            .with_context(|| format!("{} has no benchmark (no plan.json)", dir.display()))
-            .refused()?,
-    )
-    .with_context(|| format!("{} is corrupted", pp.display()))?;
-    if let Some(b) = baseline {
-        let Some(i) = plan.contenders.iter().position(|c| c.name == b) else {
-            let names: Vec<&str> = plan.contenders.iter().map(|c| c.name.as_str()).collect();
-            crate::usage!(
-                "--baseline {b}: no such contender in {}; it has: {}",
-                dir.display(),
-                names.join(", ")
-            );
-        };
-        let c = plan.contenders.remove(i);
-        plan.contenders.insert(0, c);
-    }
-    let records = read_records(dir)?;
-    if records.is_empty() {
-        bail!("{} holds no results yet", dir.display());
-    }
-    for r in &records {
-        if !plan.contenders.iter().any(|c| c.name == r.contender) {
-            bail!("results name contender '{}', which the plan in {} does not have: the file belongs to another run", r.contender, dir.display());
-        }
-    }
-    let mut cells = Vec::new();
-    let mut ratios: BTreeMap<(String, u32), Vec<f64>> = BTreeMap::new();
-    for w in &plan.spec.workloads {
-        for &t in &plan.spec.threads {
-            for c in &plan.contenders {
-                let Some(cell) = cell(&plan, &records, &c.name, *w, t) else {
-                    continue;
-                };
-                if let Some(k) = &cell.tps_vs_baseline {
-                    ratios.entry((c.name.clone(), t)).or_default().push(k.ratio);
-                }
-                cells.push(cell);
-            }
-        }
-    }
-    // A dataset larger than the buffer pool makes the benchmark I/O-bound.
-    let mut data_mb = plan.spec.tables as f64 * plan.spec.table_size as f64 * 250.0 / 1_048_576.0;
-    if plan.spec.workloads.contains(&TestName::Tpcc) {
-        // One sysbench-tpcc warehouse with its indexes, measured after prepare: about 120 MiB.
-        data_mb += 120.0 * crate::server::template::TPCC_SCALE as f64;
-    }
-    if data_mb > plan.config.buffer_pool_mb as f64 * 0.8 {
-        for c in &mut cells {
-            c.warnings.push(format!(
-                "dataset (~{data_mb:.0} MiB) near or above the buffer pool ({} MiB): I/O-bound",
-                plan.config.buffer_pool_mb
-            ));
-        }
-    }
+    let plan = stored_plan(dir, baseline)?;
+    let records = stored_results(dir, &plan)?;
+    let (mut cells, geomeans) = cells_and_geomeans(&plan, &records);
+    io_bound(&plan, &mut cells);
     correct_over_the_run(&mut cells, &plan, policy.min_effect);
     unstable_runs(&mut cells, &records);
     let noise_floor = super::calibrate::read(&super::calibrate::copy_in_run_dir(dir))?;
     if let Some(cal) = &noise_floor {
         noisier_than_the_floor(&mut cells, cal);
     }
-    let geomeans: Vec<Geomean> = ratios
-        .into_iter()
-        .map(|((contender, threads), r)| Geomean {
-            contender,
-            threads,
-            ratio: geomean(&r),
-        })
-        .collect();
     let decision = decide(&plan, &cells, &geomeans, policy);
     let held_out = held_out(&plan, &cells, policy);
     let own_noise = own_noise(&plan, &cells);
     if let Some(n) = &own_noise {
-        for nc in n.cells.iter().filter(|x| x.aa.significant) {
-            if let Some(c) = cells.iter_mut().find(|c| {
-                c.contender == n.control && c.workload == nc.workload && c.threads == nc.threads
-            }) {
-                c.warnings.push(
-                    "the A/A control (the baseline's own binary) differs significantly from the \
-                     baseline: something besides the binaries changes between runs (position, \
-                     drift, a server start); read this run's differences of that size with care"
-                        .into(),
-                );
-            }
-        }
+        aa_differs(n, &mut cells);
     }
     let rounds_found = records.iter().map(|r| r.round).max().unwrap_or(0);
     Ok(Report {
@@ -298,6 +226,107 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
         geomeans,
         rounds_found,
     })
+}
+
+/// The run's plan, with `baseline` (when given) moved first: the contender the others are
+/// compared with.
+fn stored_plan(dir: &Path, baseline: Option<&str>) -> Result<BenchPlan> {
+    let pp = plan_path(dir);
+    let mut plan: BenchPlan = serde_json::from_str(
+        &std::fs::read_to_string(&pp)
+            .with_context(|| format!("{} has no benchmark (no plan.json)", dir.display()))
+            .refused()?,
+    )
+    .with_context(|| format!("{} is corrupted", pp.display()))?;
+    if let Some(b) = baseline {
+        let Some(i) = plan.contenders.iter().position(|c| c.name == b) else {
+            let names: Vec<&str> = plan.contenders.iter().map(|c| c.name.as_str()).collect();
+            crate::usage!(
+                "--baseline {b}: no such contender in {}; it has: {}",
+                dir.display(),
+                names.join(", ")
+            );
+        };
+        let c = plan.contenders.remove(i);
+        plan.contenders.insert(0, c);
+    }
+    Ok(plan)
+}
+
+/// The run's results, each of a contender its plan has.
+fn stored_results(dir: &Path, plan: &BenchPlan) -> Result<Vec<Record>> {
+    let records = read_records(dir)?;
+    if records.is_empty() {
+        bail!("{} holds no results yet", dir.display());
+    }
+    for r in &records {
+        if !plan.contenders.iter().any(|c| c.name == r.contender) {
+            bail!("results name contender '{}', which the plan in {} does not have: the file belongs to another run", r.contender, dir.display());
+        }
+    }
+    Ok(records)
+}
+
+/// Every cell with results, in the plan's order (workload, threads, contender), and each
+/// contender's geometric mean of its throughput ratios per thread count.
+fn cells_and_geomeans(plan: &BenchPlan, records: &[Record]) -> (Vec<Cell>, Vec<Geomean>) {
+    let mut cells = Vec::new();
+    let mut ratios: BTreeMap<(String, u32), Vec<f64>> = BTreeMap::new();
+    for w in &plan.spec.workloads {
+        for &t in &plan.spec.threads {
+            for c in &plan.contenders {
+                let Some(cell) = cell(plan, records, &c.name, *w, t) else {
+                    continue;
+                };
+                if let Some(k) = &cell.tps_vs_baseline {
+                    ratios.entry((c.name.clone(), t)).or_default().push(k.ratio);
+                }
+                cells.push(cell);
+            }
+        }
+    }
+    let geomeans: Vec<Geomean> = ratios
+        .into_iter()
+        .map(|((contender, threads), r)| Geomean {
+            contender,
+            threads,
+            ratio: geomean(&r),
+        })
+        .collect();
+    (cells, geomeans)
+}
+
+/// A dataset larger than the buffer pool makes the benchmark I/O-bound: every cell says so.
+fn io_bound(plan: &BenchPlan, cells: &mut [Cell]) {
+    let mut data_mb = plan.spec.tables as f64 * plan.spec.table_size as f64 * 250.0 / 1_048_576.0;
+    if plan.spec.workloads.contains(&TestName::Tpcc) {
+        // One sysbench-tpcc warehouse with its indexes, measured after prepare: about 120 MiB.
+        data_mb += 120.0 * crate::server::template::TPCC_SCALE as f64;
+    }
+    if data_mb > plan.config.buffer_pool_mb as f64 * 0.8 {
+        for c in cells.iter_mut() {
+            c.warnings.push(format!(
+                "dataset (~{data_mb:.0} MiB) near or above the buffer pool ({} MiB): I/O-bound",
+                plan.config.buffer_pool_mb
+            ));
+        }
+    }
+}
+
+/// The A/A control's cells that differ significantly from the baseline carry a warning.
+fn aa_differs(n: &OwnNoise, cells: &mut [Cell]) {
+    for nc in n.cells.iter().filter(|x| x.aa.significant) {
+        if let Some(c) = cells.iter_mut().find(|c| {
+            c.contender == n.control && c.workload == nc.workload && c.threads == nc.threads
+        }) {
+            c.warnings.push(
+                "the A/A control (the baseline's own binary) differs significantly from the \
+                     baseline: something besides the binaries changes between runs (position, \
+                     drift, a server start); read this run's differences of that size with care"
+                    .into(),
+            );
+        }
+    }
 }
 
 #[cfg(test)]
