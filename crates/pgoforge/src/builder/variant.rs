@@ -180,112 +180,16 @@ pub fn flags(i: &FlagInputs) -> FlagSet {
     }
     match i.variant.phase {
         PgoPhase::Baseline => {}
-        PgoPhase::PgoGen => {
-            if i.pgo_style == PgoStyle::Mysql {
-                f.cmake_defs.extend([
-                    s("-DFPROFILE_GENERATE=ON"),
-                    format!("-DFPROFILE_DIR={}", i.gen_dir.display()),
-                ]);
-            }
-            if gcc {
-                if i.pgo_style == PgoStyle::Flags {
-                    f.cflags
-                        .push(format!("-fprofile-generate={}", i.gen_dir.display()));
-                    f.ldflags
-                        .push(format!("-fprofile-generate={}", i.gen_dir.display()));
-                }
-                // Atomic counters: the server is multithreaded. Names relative to the build dir, so
-                // a use build in another directory finds them.
-                f.cflags.push(s("-fprofile-update=prefer-atomic"));
-                f.cflags
-                    .push(format!("-fprofile-prefix-path={}", i.build_dir.display()));
-            } else if i.pgo_style == PgoStyle::Flags {
-                f.cflags
-                    .push(format!("-fprofile-generate={}", i.gen_dir.display()));
-                f.ldflags
-                    .push(format!("-fprofile-generate={}", i.gen_dir.display()));
-            }
-        }
-        PgoPhase::PgoUse => {
-            let p = i
-                .profile
-                .map(|p| p.path().display().to_string())
-                .unwrap_or_default();
-            if i.pgo_style == PgoStyle::Mysql {
-                // MySQL's cmake/fprofile.cmake turns LTO on by default with FPROFILE_USE; LTO
-                // belongs only to the variants named for it, and those get pgoforge's own -flto
-                // flags (the same for every recipe), so MySQL's switch stays off.
-                f.cmake_defs.extend([
-                    s("-DFPROFILE_USE=ON"),
-                    format!("-DFPROFILE_DIR={p}"),
-                    s("-DWITH_LTO=OFF"),
-                ]);
-            }
-            if gcc {
-                if i.pgo_style == PgoStyle::Flags {
-                    f.cflags.push(format!("-fprofile-use={p}"));
-                    f.ldflags.push(format!("-fprofile-use={p}"));
-                }
-                f.cflags.push(s("-fprofile-correction"));
-                if i.partial_training {
-                    f.cflags.push(s("-fprofile-partial-training"));
-                }
-                f.cflags.extend([
-                    format!("-fprofile-prefix-path={}", i.build_dir.display()),
-                    s("-Wmissing-profile"),
-                    // Generated sources (bison's parsers) carry #line paths into the build
-                    // directory, which differs between the gen and the use build, so the source
-                    // location checksum differs and GCC, by default, fails the build. The control
-                    // flow checksum still matches and GCC then uses the counts anyway (checked on a
-                    // small file: same code as a same-directory build), so a warning is enough.
-                    s("-Wno-error=coverage-mismatch"),
-                ]);
-            } else if i.pgo_style == PgoStyle::Flags {
-                f.cflags.push(format!("-fprofile-use={p}"));
-                f.ldflags.push(format!("-fprofile-use={p}"));
-            }
-            if let Some(a) = i.version_suffix_arg {
-                f.cmake_defs.push(a.to_string());
-            }
-        }
+        PgoPhase::PgoGen => gen_flags(i, gcc, &mut f),
+        PgoPhase::PgoUse => use_flags(i, gcc, &mut f),
         // Context-sensitive PGO is clang's alone (the plan refuses it for GCC); its flags are
         // given directly whatever the recipe's PGO style, since MySQL's FPROFILE_* switches
         // know nothing of it. With ThinLTO, clang passes both to lld's LTO backend, where the
         // post-inline instrumentation and use happen.
-        PgoPhase::CsGen | PgoPhase::CsUse => {
-            let p = i
-                .profile
-                .map(|p| p.path().display().to_string())
-                .unwrap_or_default();
-            let mut both = vec![format!("-fprofile-use={p}")];
-            if i.variant.phase == PgoPhase::CsGen {
-                both.push(format!("-fcs-profile-generate={}", i.gen_dir.display()));
-            } else if let Some(a) = i.version_suffix_arg {
-                f.cmake_defs.push(a.to_string());
-            }
-            f.cflags.extend(both.iter().cloned());
-            f.ldflags.extend(both);
-        }
+        PgoPhase::CsGen | PgoPhase::CsUse => cs_flags(i, &mut f),
     }
     if i.variant.lto {
-        if gcc {
-            f.cflags.push(s("-flto=auto"));
-            f.ldflags
-                .extend([s("-flto=auto"), s("-fuse-linker-plugin")]);
-        } else {
-            f.cflags.push(s("-flto=thin"));
-            f.ldflags.extend([
-                s("-flto=thin"),
-                s("-fuse-ld=lld"),
-                format!("-Wl,--thinlto-jobs={}", i.link_jobs),
-                // A relink with unchanged inputs (an interrupted build resumed, a re-run
-                // make) takes its optimized objects from here instead of redoing the LTO backend.
-                format!(
-                    "-Wl,--thinlto-cache-dir={}",
-                    i.build_dir.join("thinlto-cache").display()
-                ),
-            ]);
-        }
+        lto_flags(i, gcc, &mut f);
     }
     if i.variant.bolt_ready {
         f.ldflags.push(s("-Wl,--emit-relocs"));
@@ -294,6 +198,120 @@ pub fn flags(i: &FlagInputs) -> FlagSet {
         }
     }
     f
+}
+
+/// An instrumented build's flags: GCC's or clang's -fprofile-generate (MySQL's FPROFILE_*
+/// switches instead, for a recipe whose PGO style is MySQL's own).
+fn gen_flags(i: &FlagInputs, gcc: bool, f: &mut FlagSet) {
+    let s = |v: &str| v.to_string();
+    if i.pgo_style == PgoStyle::Mysql {
+        f.cmake_defs.extend([
+            s("-DFPROFILE_GENERATE=ON"),
+            format!("-DFPROFILE_DIR={}", i.gen_dir.display()),
+        ]);
+    }
+    if gcc {
+        if i.pgo_style == PgoStyle::Flags {
+            f.cflags
+                .push(format!("-fprofile-generate={}", i.gen_dir.display()));
+            f.ldflags
+                .push(format!("-fprofile-generate={}", i.gen_dir.display()));
+        }
+        // Atomic counters: the server is multithreaded. Names relative to the build dir, so
+        // a use build in another directory finds them.
+        f.cflags.push(s("-fprofile-update=prefer-atomic"));
+        f.cflags
+            .push(format!("-fprofile-prefix-path={}", i.build_dir.display()));
+    } else if i.pgo_style == PgoStyle::Flags {
+        f.cflags
+            .push(format!("-fprofile-generate={}", i.gen_dir.display()));
+        f.ldflags
+            .push(format!("-fprofile-generate={}", i.gen_dir.display()));
+    }
+}
+
+/// A profile-use build's flags.
+fn use_flags(i: &FlagInputs, gcc: bool, f: &mut FlagSet) {
+    let s = |v: &str| v.to_string();
+    let p = i
+        .profile
+        .map(|p| p.path().display().to_string())
+        .unwrap_or_default();
+    if i.pgo_style == PgoStyle::Mysql {
+        // MySQL's cmake/fprofile.cmake turns LTO on by default with FPROFILE_USE; LTO
+        // belongs only to the variants named for it, and those get pgoforge's own -flto
+        // flags (the same for every recipe), so MySQL's switch stays off.
+        f.cmake_defs.extend([
+            s("-DFPROFILE_USE=ON"),
+            format!("-DFPROFILE_DIR={p}"),
+            s("-DWITH_LTO=OFF"),
+        ]);
+    }
+    if gcc {
+        if i.pgo_style == PgoStyle::Flags {
+            f.cflags.push(format!("-fprofile-use={p}"));
+            f.ldflags.push(format!("-fprofile-use={p}"));
+        }
+        f.cflags.push(s("-fprofile-correction"));
+        if i.partial_training {
+            f.cflags.push(s("-fprofile-partial-training"));
+        }
+        f.cflags.extend([
+            format!("-fprofile-prefix-path={}", i.build_dir.display()),
+            s("-Wmissing-profile"),
+            // Generated sources (bison's parsers) carry #line paths into the build
+            // directory, which differs between the gen and the use build, so the source
+            // location checksum differs and GCC, by default, fails the build. The control
+            // flow checksum still matches and GCC then uses the counts anyway (checked on a
+            // small file: same code as a same-directory build), so a warning is enough.
+            s("-Wno-error=coverage-mismatch"),
+        ]);
+    } else if i.pgo_style == PgoStyle::Flags {
+        f.cflags.push(format!("-fprofile-use={p}"));
+        f.ldflags.push(format!("-fprofile-use={p}"));
+    }
+    if let Some(a) = i.version_suffix_arg {
+        f.cmake_defs.push(a.to_string());
+    }
+}
+
+/// Context-sensitive PGO's flags (the instrumented build and the use build).
+fn cs_flags(i: &FlagInputs, f: &mut FlagSet) {
+    let p = i
+        .profile
+        .map(|p| p.path().display().to_string())
+        .unwrap_or_default();
+    let mut both = vec![format!("-fprofile-use={p}")];
+    if i.variant.phase == PgoPhase::CsGen {
+        both.push(format!("-fcs-profile-generate={}", i.gen_dir.display()));
+    } else if let Some(a) = i.version_suffix_arg {
+        f.cmake_defs.push(a.to_string());
+    }
+    f.cflags.extend(both.iter().cloned());
+    f.ldflags.extend(both);
+}
+
+/// LTO: GCC's with its linker plugin, or clang's ThinLTO through lld with its cache.
+fn lto_flags(i: &FlagInputs, gcc: bool, f: &mut FlagSet) {
+    let s = |v: &str| v.to_string();
+    if gcc {
+        f.cflags.push(s("-flto=auto"));
+        f.ldflags
+            .extend([s("-flto=auto"), s("-fuse-linker-plugin")]);
+    } else {
+        f.cflags.push(s("-flto=thin"));
+        f.ldflags.extend([
+            s("-flto=thin"),
+            s("-fuse-ld=lld"),
+            format!("-Wl,--thinlto-jobs={}", i.link_jobs),
+            // A relink with unchanged inputs (an interrupted build resumed, a re-run
+            // make) takes its optimized objects from here instead of redoing the LTO backend.
+            format!(
+                "-Wl,--thinlto-cache-dir={}",
+                i.build_dir.join("thinlto-cache").display()
+            ),
+        ]);
+    }
 }
 
 #[cfg(test)]
