@@ -315,34 +315,11 @@ pub fn package(req: &PackageRequest) -> Result<Package> {
         root.join("manifest.json"),
         serde_json::to_string_pretty(&m)? + "\n",
     )?;
-    let files: Vec<PathBuf> = crate::infra::fs::files_under(&root, "")?
-        .into_iter()
-        .map(|f| f.strip_prefix(&root).map(Path::to_path_buf))
-        .collect::<Result<_, _>>()?;
-    let mut sums = String::new();
-    for f in &files {
-        sums += &format!("{}  {}\n", sha256_file(&root.join(f))?, f.display());
-    }
-    fs::write(root.join("SHA256SUMS"), sums)?;
+    let files = write_sha256sums(&root)?;
 
     let path = req.out_dir.join(format!("{}.tar.zst", m.name));
     let tmp = req.out_dir.join(format!(".{}.tar.zst.tmp", m.name));
-    {
-        let file = File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-        let enc = zstd::Encoder::new(BufWriter::new(file), 12)?;
-        let mut tar = tar::Builder::new(enc);
-        tar.mode(tar::HeaderMode::Deterministic);
-        tar.follow_symlinks(false);
-        tar.append_dir_all(&m.name, &root)
-            .with_context(|| format!("archiving into {}", tmp.display()))?;
-        let enc = tar.into_inner()?;
-        let mut w = enc.finish()?;
-        w.flush()?;
-        w.into_inner()
-            .map_err(|e| e.into_error())?
-            .sync_all()
-            .with_context(|| format!("writing {}", tmp.display()))?;
-    }
+    write_tarball(&root, &m.name, &tmp)?;
     fs::rename(&tmp, &path).with_context(|| format!("renaming to {}", path.display()))?;
     let sha256 = sha256_file(&path)?;
     fs::write(
@@ -355,6 +332,40 @@ pub fn package(req: &PackageRequest) -> Result<Package> {
         sha256,
         files: files.len() + 1,
     })
+}
+
+/// SHA256SUMS at the package's root: every file under it, relative; returns the files listed.
+fn write_sha256sums(root: &Path) -> Result<Vec<PathBuf>> {
+    let files: Vec<PathBuf> = crate::infra::fs::files_under(root, "")?
+        .into_iter()
+        .map(|f| f.strip_prefix(root).map(Path::to_path_buf))
+        .collect::<Result<_, _>>()?;
+    let mut sums = String::new();
+    for f in &files {
+        sums += &format!("{}  {}\n", sha256_file(&root.join(f))?, f.display());
+    }
+    fs::write(root.join("SHA256SUMS"), sums)?;
+    Ok(files)
+}
+
+/// The package directory as NAME/ in a tar.zst at `tmp`, with fixed owners, modes and times
+/// (tar's deterministic header mode), synced before it is renamed into place.
+fn write_tarball(root: &Path, name: &str, tmp: &Path) -> Result<()> {
+    let file = File::create(tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    let enc = zstd::Encoder::new(BufWriter::new(file), 12)?;
+    let mut tar = tar::Builder::new(enc);
+    tar.mode(tar::HeaderMode::Deterministic);
+    tar.follow_symlinks(false);
+    tar.append_dir_all(name, root)
+        .with_context(|| format!("archiving into {}", tmp.display()))?;
+    let enc = tar.into_inner()?;
+    let mut w = enc.finish()?;
+    w.flush()?;
+    w.into_inner()
+        .map_err(|e| e.into_error())?
+        .sync_all()
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    Ok(())
 }
 
 #[cfg(test)]
