@@ -106,3 +106,39 @@ fn an_upward_import_is_found() {
         "{found}"
     );
 }
+
+/// No function of the non-test code is over 120 lines (scripts/function-length.py); and the
+/// check can fail: a copy of a source file with one function grown past the limit is found.
+#[test]
+fn no_function_is_over_120_lines_and_a_longer_one_is_found() {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scripts/function-length.py"
+    );
+    let run = |dir: &Path| {
+        Command::new("python3")
+            .arg(script)
+            .arg(dir)
+            .output()
+            .expect("python3 runs scripts/function-length.py")
+    };
+    let out = run(&Path::new(env!("CARGO_MANIFEST_DIR")).join(".."));
+    assert!(
+        out.status.success(),
+        "functions over 120 lines (split them by what their steps are):\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let t = tempfile::tempdir().unwrap();
+    let body: String = (0..130)
+        .map(|i| format!("    let _x{i} = {i};\n"))
+        .collect();
+    std::fs::write(
+        t.path().join("long.rs"),
+        format!("pub fn grown() {{\n{body}}}\n\n#[cfg(test)]\nmod tests {{}}\n"),
+    )
+    .unwrap();
+    let out = run(t.path());
+    let found = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{found}");
+    assert!(found.contains("fn grown is 132 lines"), "{found}");
+}
