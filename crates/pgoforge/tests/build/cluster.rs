@@ -297,19 +297,23 @@ fn builds_go_to_a_real_sccache_dist_cluster_where_they_may_and_stay_here_where_n
     let c = DistCluster::start();
     let work = c.dir.path().join("work");
 
-    // The plan says where each build's compiles go.
+    // The plan says where each build's compiles go (its JSON on stdout; warnings, such as the
+    // installed server being another release than the one built, on stderr).
+    let stderr = c.dir.path().join("plan.stderr");
     let (ok, plan) = sh(&format!(
-        "{} {} run --plan --work-dir={} --variants pgo+lto",
+        "{} {} run --plan --work-dir={} --variants pgo+lto 2>{}",
         c.env
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(" "),
         env!("CARGO_BIN_EXE_pgoforge"),
-        work.display()
+        work.display(),
+        stderr.display()
     ));
-    assert!(ok, "{plan}");
-    let plan: Value = serde_json::from_str(&plan).unwrap();
+    let err = std::fs::read_to_string(&stderr).unwrap_or_default();
+    assert!(ok, "{plan}{err}");
+    let plan: Value = serde_json::from_str(&plan).unwrap_or_else(|e| panic!("{e}: {plan}{err}"));
     assert_eq!(plan["cluster"]["state"], "ready", "{}", plan["cluster"]);
     let places: Vec<String> = plan["builds"]
         .as_array()
