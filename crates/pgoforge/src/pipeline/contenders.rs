@@ -6,7 +6,6 @@ use std::fs;
 
 use anyhow::{bail, Context, Result};
 
-use super::build_stage;
 use super::outcome::RunContender;
 use super::plan::{PlannedBuild, RunPlan, RunRequest};
 use super::profiles::{cs_profile, Profiles};
@@ -116,7 +115,7 @@ fn build_variants(
             let p = plain_profile(plan, profiles, b);
             b.shared
                 && p.is_some() == b.variant.needs_profile()
-                && !build_stage(plan, src, b.variant, p, b.mix.as_deref()).finished(work)
+                && !BuildStage::of_run(plan, src, b.variant, p, b.mix.as_deref()).finished(work)
         })
         .collect();
     let board = spread::Board::new(shared.len());
@@ -127,7 +126,7 @@ fn build_variants(
                 while let Some(j) = board.next_for(&host.destination) {
                     let b = &plan.builds[shared[j]];
                     let p = plain_profile(plan, profiles, b);
-                    let stage = build_stage(plan, src, b.variant, p, b.mix.as_deref());
+                    let stage = BuildStage::of_run(plan, src, b.variant, p, b.mix.as_deref());
                     let r = crate::builder::host::build_on(host, &stage.request(work, None));
                     board.done(
                         j,
@@ -164,7 +163,7 @@ fn build_variants(
                 .or_else(|| b.variant.needs_profile().then_some(first).flatten());
             // A failed build is never cached, so a rerun tries it again.
             match t.run(
-                &build_stage(plan, src, b.variant, input, b.mix.as_deref()),
+                &BuildStage::of_run(plan, src, b.variant, input, b.mix.as_deref()),
                 cx,
             ) {
                 Ok(out) => {
@@ -262,21 +261,6 @@ pub(super) fn outside_contenders(req: &RunRequest) -> Result<Vec<RunContender>> 
 
 pub(super) fn baseline_variant(plan: &RunPlan) -> Variant {
     plan.builds[0].variant
-}
-
-pub(super) fn identities(contenders: &[RunContender]) -> Vec<(String, String)> {
-    contenders
-        .iter()
-        .map(|c| (c.name.clone(), c.identity()))
-        .collect()
-}
-
-/// Every contender but the baseline, as the gate's steps take them.
-pub(super) fn candidates(contenders: &[RunContender]) -> Vec<(String, std::path::PathBuf)> {
-    contenders[1..]
-        .iter()
-        .map(|c| (c.name.clone(), c.binary.clone()))
-        .collect()
 }
 
 /// Takes the variants MTR found a regression in out of the benchmark (and so out of packaging),

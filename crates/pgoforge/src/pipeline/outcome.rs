@@ -202,3 +202,18 @@ pub fn package_contender(
         out_dir: &package::packages_dir(work),
     })
 }
+
+pub fn identities(contenders: &[RunContender]) -> Vec<(String, String)> {
+    contenders
+        .iter()
+        .map(|c| (c.name.clone(), c.identity()))
+        .collect()
+}
+
+/// Every contender but the baseline, as the gate's steps take them.
+pub fn candidates(contenders: &[RunContender]) -> Vec<(String, std::path::PathBuf)> {
+    contenders[1..]
+        .iter()
+        .map(|c| (c.name.clone(), c.binary.clone()))
+        .collect()
+}

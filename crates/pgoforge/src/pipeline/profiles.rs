@@ -6,14 +6,13 @@ use std::fs;
 
 use anyhow::{Context, Result};
 
-use super::build_stage;
 use super::plan::ProfileFrom;
 use super::plan::{PlannedBuild, RunPlan};
 use super::stage::Ctx;
 use super::stages::*;
 use super::state::Tracker;
 use crate::builder::{BuildOutput, PgoPhase, ProfileInput, Variant};
-use crate::profile::train::{Mix, NamedMix};
+use crate::profile::train::NamedMix;
 use crate::profile::{check_belongs, Stored};
 use crate::source::Source;
 
@@ -93,20 +92,20 @@ pub(super) fn train_profiles(
     };
     let mut out = Profiles::default();
     if let Some(gen) = gen_build(false) {
-        let gen = t.run(&build_stage(plan, src, gen.variant, None, None), cx)?;
+        let gen = t.run(&BuildStage::of_run(plan, src, gen.variant, None, None), cx)?;
         for (i, m) in plan.request.mixes.iter().enumerate() {
             let mix_name = (i > 0).then_some(m.name.as_str());
             let stored = t.run(
-                &train_stage(plan, baseline, &gen, &m.mix, mix_name, None),
+                &TrainStage::of_run(plan, baseline, &gen, &m.mix, mix_name, None),
                 cx,
             )?;
             out.by_mix.push((stored.input(), Some(stored)));
         }
     }
     if let Some(gen) = gen_build(true) {
-        let gen = t.run(&build_stage(plan, src, gen.variant, None, None), cx)?;
+        let gen = t.run(&BuildStage::of_run(plan, src, gen.variant, None, None), cx)?;
         let stored = t.run(
-            &train_stage(plan, baseline, &gen, plan.request.mix(), None, None),
+            &TrainStage::of_run(plan, baseline, &gen, plan.request.mix(), None, None),
             cx,
         )?;
         out.native = Some((stored.input(), Some(stored)));
@@ -125,9 +124,9 @@ pub(super) fn cs_profile(
     t: &mut Tracker,
     cx: &Ctx,
 ) -> Result<ProfileInput> {
-    let gen = t.run(&build_stage(plan, src, gen, Some(first), None), cx)?;
+    let gen = t.run(&BuildStage::of_run(plan, src, gen, Some(first), None), cx)?;
     let stored = t.run(
-        &train_stage(
+        &TrainStage::of_run(
             plan,
             baseline,
             &gen,
@@ -140,29 +139,10 @@ pub(super) fn cs_profile(
     Ok(stored.input())
 }
 
-/// Training `gen` on `mix` with the run's server settings, on the dataset template the baseline
-/// prepares (`base`: the first profile, for a cs-pgo-gen build).
-fn train_stage<'a>(
-    plan: &'a RunPlan,
-    baseline: &'a BuildOutput,
-    gen: &'a BuildOutput,
-    mix: &'a Mix,
-    mix_name: Option<&'a str>,
-    base: Option<&'a std::path::Path>,
-) -> TrainStage<'a> {
-    TrainStage {
-        gen,
-        base,
-        mix,
-        mix_name,
-        server: &plan.request.server,
-        dataset_from: Some(&baseline.binary),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::train::Mix;
 
     #[test]
     fn a_native_build_takes_the_native_profile_and_the_others_their_mixs() {

@@ -166,6 +166,11 @@ fn standin() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/standin")
 }
 
+/// The stages a plan lists, by the names the run reports them under.
+fn planned(plan: &RunPlan) -> Vec<String> {
+    plan.stages.iter().map(|s| s.to_string()).collect()
+}
+
 fn started(events: &Collect) -> Vec<String> {
     events
         .0
@@ -201,6 +206,8 @@ fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_
     let (out, report) = pipeline::run(&plan, &events).unwrap_or_else(|e| panic!("{e:#}"));
     let text = pgoforge::bench::export::text::text(&report);
     println!("{text}");
+    // The plan is what runs: the stages started are the plan's, in its order.
+    assert_eq!(started(&events), planned(&plan), "{text}");
     assert_eq!(
         started(&events),
         [
@@ -311,6 +318,7 @@ fn a_variant_failing_the_servers_own_tests_is_stopped_by_the_gate_with_the_tests
     let events = Collect::default();
     let (out, report) = pipeline::run(&plan, &events).unwrap_or_else(|e| panic!("{e:#}"));
     let stages = started(&events);
+    assert_eq!(stages, planned(&plan), "the plan is what runs");
     assert!(
         stages.windows(2).any(|w| w == ["gate", "mtr"]),
         "{stages:?}"

@@ -262,6 +262,12 @@ impl RunPlan {
         })
     }
 
+    /// Whether the plan lists stage `id`: the one place where what runs is decided (MTR by the
+    /// gate mode, cachegrind and the package by their flags); `pipeline::run` asks here.
+    pub fn runs(&self, id: &StageId) -> bool {
+        self.stages.contains(id)
+    }
+
     /// Shares the builds a build host may make (`builder::host::may_go`) with `hosts`.
     pub fn share_builds(&mut self, hosts: Vec<SshTarget>) {
         if hosts.is_empty() {

@@ -6,12 +6,17 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
+use crate::bench::order::OrderScheme;
 use crate::bench::plan::BenchPlan;
+use crate::bench::plan::Contender;
 use crate::bench::report;
 use crate::bench::run as bench_run;
 use crate::events::{log_to, tick_to};
+use crate::pipeline::outcome::{identities, RunContender};
+use crate::pipeline::plan::RunPlan;
 use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::pipeline::state::inputs_hash;
+use crate::source::Source;
 
 pub struct BenchStage {
     pub plan: BenchPlan,
@@ -56,4 +61,87 @@ impl Stage for BenchStage {
         )?;
         Ok(Made::New(dir))
     }
+}
+
+impl BenchStage {
+    /// The benchmark of a run's contenders (and the A/A control the plan asks for).
+    pub fn of_run(
+        plan: &RunPlan,
+        src: &Source,
+        contenders: &[RunContender],
+        seed: u64,
+        trained: bool,
+    ) -> BenchStage {
+        let req = &plan.request;
+        let ids = identities(contenders);
+        BenchStage {
+            guard: req.guard,
+            plan: BenchPlan {
+                contenders: contenders
+                    .iter()
+                    .map(|c| Contender {
+                        name: c.name.clone(),
+                        binary: c.binary.clone(),
+                        buffer_pool_mb: None,
+                    })
+                    .chain(req.aa.then(|| Contender {
+                        // The baseline's binary again: the A/A control.
+                        name: crate::bench::plan::AA_CONTROL.into(),
+                        binary: contenders[0].binary.clone(),
+                        buffer_pool_mb: None,
+                    }))
+                    .collect(),
+                spec: req.bench.clone(),
+                config: req.server.clone(),
+                pin: true,
+                seed,
+                order_scheme: OrderScheme::Williams,
+                reference_only: req.outside.iter().map(|c| c.name.clone()).collect(),
+                trained_on: if trained && !req.is_matrix() {
+                    let mut v: Vec<_> = req.mix().phases.iter().map(|p| p.test).collect();
+                    v.dedup();
+                    v
+                } else {
+                    Vec::new()
+                },
+                training: if req.is_matrix() {
+                    training(plan, contenders)
+                } else {
+                    Vec::new()
+                },
+                aa_control: req.aa.then(|| crate::bench::plan::AA_CONTROL.into()),
+                // The binaries' identities: a rebuilt binary at the same path is a new benchmark.
+                label: format!(
+                    "recipe {} source {} {}",
+                    req.recipe.name,
+                    &src.hash[..12.min(src.hash.len())],
+                    ids.iter()
+                        .map(|(n, i)| format!("{n}={i}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
+            },
+        }
+    }
+}
+
+/// A matrix's contenders and their training mixes (the built ones: a build that failed is gone).
+fn training(plan: &RunPlan, contenders: &[RunContender]) -> Vec<crate::bench::plan::Training> {
+    let mixes = &plan.request.mixes;
+    plan.contenders
+        .iter()
+        .filter(|c| c.build.needs_profile() && contenders.iter().any(|r| r.name == c.name))
+        .map(|c| {
+            let m = c
+                .mix
+                .as_ref()
+                .and_then(|n| mixes.iter().find(|m| &m.name == n))
+                .unwrap_or(&mixes[0]);
+            crate::bench::plan::Training {
+                contender: c.name.clone(),
+                mix: m.name.clone(),
+                workloads: m.workloads(),
+            }
+        })
+        .collect()
 }

@@ -7,6 +7,7 @@ use anyhow::Result;
 
 use crate::builder::{self, BuildOutput, BuildRequest, ProfileInput, Variant};
 use crate::events::Event;
+use crate::pipeline::plan::RunPlan;
 use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::recipe::Recipe;
 use crate::source::Source;
@@ -112,5 +113,27 @@ impl Stage for BuildStage<'_> {
         } else {
             Made::New(b)
         })
+    }
+}
+
+impl<'a> BuildStage<'a> {
+    /// A build of `pgoforge run`: the plan's recipe, compiler and cluster.
+    pub fn of_run(
+        plan: &'a RunPlan,
+        src: &'a Source,
+        variant: Variant,
+        profile: Option<&'a ProfileInput>,
+        mix: Option<&str>,
+    ) -> BuildStage<'a> {
+        BuildStage {
+            recipe: &plan.request.recipe,
+            source: src,
+            compiler: &plan.request.compiler,
+            variant,
+            profile,
+            mix: mix.map(str::to_string),
+            jobs: 0,
+            cluster: plan.cluster.cluster(),
+        }
     }
 }

@@ -6,9 +6,12 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use crate::bench::cachegrind::{self, CgPlan};
+use crate::bench::plan::BenchPlan;
 use crate::events::{log_to, tick_to};
+use crate::pipeline::plan::RunPlan;
 use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::pipeline::state::inputs_hash;
+use std::path::Path;
 
 pub struct CachegrindStage {
     pub plan: CgPlan,
@@ -43,5 +46,32 @@ impl Stage for CachegrindStage {
             &log_to(cx.reporter, &stage),
         )?;
         Ok(Made::New(recs.len()))
+    }
+}
+
+impl CachegrindStage {
+    /// cachegrind's counts of a run's contenders (the A/A control's are the baseline's).
+    pub fn of_run(plan: &RunPlan, bench: &BenchPlan, run_dir: &Path) -> CachegrindStage {
+        let (tables, table_size) = crate::bench::cachegrind::oltp_tables_for(&bench.spec);
+        CachegrindStage {
+            plan: CgPlan {
+                // The control's counts are the baseline's: deterministic, nothing to learn.
+                contenders: bench
+                    .contenders
+                    .iter()
+                    .filter(|c| !bench.is_control(&c.name))
+                    .cloned()
+                    .collect(),
+                workloads: bench.spec.workloads.clone(),
+                events: 0,
+                warmup_events: 100,
+                tables,
+                table_size,
+                config: plan.cachegrind_server(),
+                replay: bench.spec.replay.clone(),
+            },
+            label: bench.label.clone(),
+            run_dir: run_dir.to_path_buf(),
+        }
     }
 }

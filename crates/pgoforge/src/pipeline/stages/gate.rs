@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use crate::gate::{self, Checksums, GateWorkload};
+use crate::pipeline::outcome::{candidates, identities, RunContender};
+use crate::pipeline::plan::RunRequest;
 use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::pipeline::state::inputs_hash;
 use crate::server::{ServerConfig, ServerSpec};
@@ -51,5 +53,18 @@ impl Stage for GateStage<'_> {
             ),
         );
         Ok(Made::New(sums))
+    }
+}
+
+impl<'a> GateStage<'a> {
+    /// The checksum gate over a run's contenders, the first the baseline.
+    pub fn of_run(req: &'a RunRequest, contenders: &[RunContender]) -> GateStage<'a> {
+        GateStage {
+            baseline: contenders[0].binary.clone(),
+            candidates: candidates(contenders),
+            identities: identities(contenders),
+            server: &req.server,
+            workload: GateWorkload::default(),
+        }
     }
 }

@@ -6,10 +6,14 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
+use crate::builder::BuildOutput;
 use crate::gate::mtr::{self, MtrGate, MtrSpec, MtrTree, ScriptIn, TestOutcome};
 use crate::gate::GateMode;
+use crate::pipeline::outcome::{candidates, identities, RunContender};
+use crate::pipeline::plan::RunPlan;
 use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::pipeline::state::inputs_hash;
+use crate::source::Source;
 
 pub struct MtrStage<'a> {
     pub spec: &'a MtrSpec,
@@ -113,5 +117,34 @@ impl Stage for MtrStage<'_> {
         }
         crate::infra::fs::write_json(&dir.join("result.json"), &g)?;
         Ok(Made::New(g))
+    }
+}
+
+impl<'a> MtrStage<'a> {
+    /// The MTR step of the gate, when the plan lists it.
+    pub fn of_run(
+        plan: &'a RunPlan,
+        src: &Source,
+        baseline: &BuildOutput,
+        contenders: &[RunContender],
+    ) -> Option<MtrStage<'a>> {
+        let req = &plan.request;
+        if !plan.runs(&StageId::Mtr) {
+            return None;
+        }
+        let spec = req.recipe.mtr.as_ref()?;
+        let (tests, args) = spec.selection(req.gate, req.mtr_tests.as_deref());
+        Some(MtrStage {
+            spec,
+            mode: req.gate,
+            tests,
+            args,
+            build_dir: baseline.build_dir.clone(),
+            server_rel: req.recipe.build.binary.clone().into(),
+            source_dir: src.dir.clone(),
+            baseline: contenders[0].binary.clone(),
+            candidates: candidates(contenders),
+            identities: identities(contenders),
+        })
     }
 }

@@ -3,6 +3,7 @@
 
 use anyhow::Result;
 
+use crate::pipeline::plan::RunRequest;
 use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::pipeline::state::inputs_hash;
 use crate::recipe::Recipe;
@@ -39,5 +40,16 @@ impl Stage for SourceStage<'_> {
             self.sha256,
             cx.work,
         )?))
+    }
+}
+
+impl<'a> SourceStage<'a> {
+    /// The source stage of `pgoforge run`.
+    pub fn of_run(req: &'a RunRequest) -> SourceStage<'a> {
+        SourceStage {
+            recipe: &req.recipe,
+            user: req.source.as_deref(),
+            sha256: req.sha256.as_deref(),
+        }
     }
 }

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::builder::BuildOutput;
 use crate::events::{log_to, tick_to};
+use crate::pipeline::plan::RunPlan;
 use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::pipeline::state::inputs_hash;
 use crate::profile::train::{self, Mix, TrainRequest};
@@ -127,5 +128,27 @@ impl Stage for TrainStage<'_> {
             ),
         );
         Ok(Made::New(stored))
+    }
+}
+
+impl<'a> TrainStage<'a> {
+    /// Training `gen` on `mix` with the run's server settings, on the dataset template the baseline
+    /// prepares (`base`: the first profile, for a cs-pgo-gen build).
+    pub fn of_run(
+        plan: &'a RunPlan,
+        baseline: &'a BuildOutput,
+        gen: &'a BuildOutput,
+        mix: &'a Mix,
+        mix_name: Option<&'a str>,
+        base: Option<&'a std::path::Path>,
+    ) -> TrainStage<'a> {
+        TrainStage {
+            gen,
+            base,
+            mix,
+            mix_name,
+            server: &plan.request.server,
+            dataset_from: Some(&baseline.binary),
+        }
     }
 }
