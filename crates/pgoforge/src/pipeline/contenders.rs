@@ -9,34 +9,24 @@ use anyhow::{bail, Context, Result};
 use super::outcome::RunContender;
 use super::plan::{PlannedBuild, RunPlan, RunRequest};
 use super::profiles::{cs_profile, Profiles};
+use super::run_cx::RunCx;
 use super::spread;
-use super::stage::Ctx;
 use super::stages::*;
-use super::state::Tracker;
 use crate::builder::{BuildOutput, ProfileInput, Variant};
-use crate::events::Reporter;
 use crate::gate::mtr::MtrGate;
 use crate::source::Source;
-
-/// Says a warning and keeps it for the run's outcome.
-fn warn(cx: &Ctx, warnings: &mut Vec<String>, msg: String) {
-    cx.reporter.warning(&msg);
-    warnings.push(msg);
-}
 
 /// The optimized builds and their BOLTed binaries, in the plan's contender order. A variant that
 /// fails to build is named and left out (the others are still compared); BOLT failing leaves the
 /// unBOLTed build compared in its place.
 pub(super) fn build_contenders(
-    plan: &RunPlan,
+    r: &mut RunCx,
     src: &Source,
     baseline: &BuildOutput,
     profiles: &Profiles,
-    t: &mut Tracker,
-    cx: &Ctx,
-    warnings: &mut Vec<String>,
 ) -> Result<Vec<RunContender>> {
-    let built = build_variants(plan, src, baseline, profiles, t, cx, warnings);
+    let plan = r.plan;
+    let built = build_variants(r, src, baseline, profiles);
     let mut contenders = Vec::new();
     let bolt_mix = plan.request.mix().for_bolt();
     for c in &plan.contenders {
@@ -68,7 +58,7 @@ pub(super) fn build_contenders(
             source_hash: &src.hash,
             dataset_from: Some(&baseline.binary),
         };
-        match t.run(&stage, cx) {
+        match r.run(&stage) {
             Ok(x) => contenders.push(RunContender {
                 name: c.name.clone(),
                 binary: x.binary.clone(),
@@ -77,17 +67,16 @@ pub(super) fn build_contenders(
                 sha256: None,
             }),
             // The unBOLTed build is compared already (as the plain variant or as -prebolt).
-            Err(e) => warn(
-                cx,
-                warnings,
-                format!("{}: BOLT failed, compared without it: {e:#}", c.name),
-            ),
+            Err(e) => r.warn(format!(
+                "{}: BOLT failed, compared without it: {e:#}",
+                c.name
+            )),
         }
     }
     if contenders.len() < 2 {
         bail!(
             "no variant was built, nothing to compare with the baseline:\n{}",
-            warnings.join("\n")
+            r.warnings.join("\n")
         );
     }
     Ok(contenders)
@@ -97,17 +86,15 @@ pub(super) fn build_contenders(
 /// built here or, with build hosts, taken from the host that built it (`spread`). A build that
 /// fails is warned about and left out.
 fn build_variants(
-    plan: &RunPlan,
+    r: &mut RunCx,
     src: &Source,
     baseline: &BuildOutput,
     profiles: &Profiles,
-    t: &mut Tracker,
-    cx: &Ctx,
-    warnings: &mut Vec<String>,
 ) -> Vec<(Variant, Option<String>, BuildOutput)> {
+    let plan = r.plan;
     let mut built: Vec<(Variant, Option<String>, BuildOutput)> =
         vec![(baseline_variant(plan), None, baseline.clone())];
-    let work = cx.work;
+    let work = r.cx.work;
     // The builds a build host may make that are not finished yet, by their place in the plan.
     let shared: Vec<usize> = (1..plan.builds.len())
         .filter(|&i| {
@@ -142,17 +129,15 @@ fn build_variants(
             }
             // Its training mix's profile, or a native variant's own.
             let first = profiles.for_build(&plan.request.mixes, b);
-            claim_shared(&board, &shared, i, b, cx, warnings);
+            claim_shared(&board, &shared, i, b, r);
             let cs = match (b.variant.cs_gen(), first) {
-                (Some(g), Some(first)) => match cs_profile(plan, src, baseline, g, first, t, cx) {
+                (Some(g), Some(first)) => match cs_profile(r, src, baseline, g, first) {
                     Ok(p) => Some(p),
                     Err(e) => {
-                        warn(cx, warnings,
-                            format!(
-                                "{}: no context-sensitive profile, left out of the comparison: {e:#}",
-                                b.variant
-                            ),
-                        );
+                        r.warn(format!(
+                            "{}: no context-sensitive profile, left out of the comparison: {e:#}",
+                            b.variant
+                        ));
                         continue;
                     }
                 },
@@ -162,27 +147,26 @@ fn build_variants(
                 .as_ref()
                 .or_else(|| b.variant.needs_profile().then_some(first).flatten());
             // A failed build is never cached, so a rerun tries it again.
-            match t.run(
-                &BuildStage::of_run(plan, src, b.variant, input, b.mix.as_deref()),
-                cx,
-            ) {
+            match r.run(&BuildStage::of_run(
+                plan,
+                src,
+                b.variant,
+                input,
+                b.mix.as_deref(),
+            )) {
                 Ok(out) => {
                     if b.variant.needs_profile() && out.missing_profile_warnings > 0 {
-                        warn(cx, warnings, format!(
+                        r.warn(format!(
                             "{}: {} missing-profile warnings (functions or files without profile data); log {}",
                             b.variant, out.missing_profile_warnings, out.log.display()
                         ));
                     }
                     built.push((b.variant, b.mix.clone(), out));
                 }
-                Err(e) => warn(
-                    cx,
-                    warnings,
-                    format!(
-                        "{}: build failed, left out of the comparison: {e:#}",
-                        b.variant
-                    ),
-                ),
+                Err(e) => r.warn(format!(
+                    "{}: build failed, left out of the comparison: {e:#}",
+                    b.variant
+                )),
             }
         }
         // Nothing is left for the hosts once this host has passed every build.
@@ -210,15 +194,15 @@ fn claim_shared(
     shared: &[usize],
     i: usize,
     b: &PlannedBuild,
-    cx: &Ctx,
-    warnings: &mut Vec<String>,
+    r: &mut RunCx,
 ) {
     let Some(j) = shared.iter().position(|&x| x == i) else {
         return;
     };
     let stage = crate::pipeline::stage::StageId::Build(b.variant, b.mix.clone()).to_string();
+    let reporter = r.cx.reporter;
     let waiting = |host: &str, waited: std::time::Duration| {
-        cx.reporter.message(
+        reporter.message(
             &stage,
             &format!(
                 "waiting for the build host {host} ({} so far)",
@@ -228,15 +212,15 @@ fn claim_shared(
     };
     match board.claim(j, &waiting) {
         spread::Claim::Here => {}
-        spread::Claim::Built(host) => cx
-            .reporter
-            .message(&stage, &format!("built on the build host {host}")),
+        spread::Claim::Built(host) => {
+            reporter.message(&stage, &format!("built on the build host {host}"))
+        }
         spread::Claim::Failed { host, error } => {
             let msg = format!(
                 "{}: the build host {host} could not build it ({error}); building it here",
                 b.variant
             );
-            warn(cx, warnings, msg);
+            r.warn(msg);
         }
     }
 }
@@ -266,10 +250,9 @@ pub(super) fn baseline_variant(plan: &RunPlan) -> Variant {
 /// Takes the variants MTR found a regression in out of the benchmark (and so out of packaging),
 /// naming the test and showing its diff.
 pub(super) fn stop_regressed(
+    r: &mut RunCx,
     contenders: &mut Vec<RunContender>,
     g: &MtrGate,
-    reporter: &dyn Reporter,
-    warnings: &mut Vec<String>,
 ) -> Result<()> {
     for name in g.stopped() {
         let tests: Vec<String> = g
@@ -286,14 +269,13 @@ pub(super) fn stop_regressed(
             tests.len(),
             tests.join("\n")
         );
-        reporter.warning(&msg);
-        warnings.push(msg);
+        r.warn(msg);
         contenders.retain(|c| c.name != name);
     }
     if contenders.len() < 2 {
         bail!(
             "the gate stopped every variant; nothing left to compare with the baseline:\n{}",
-            warnings.join("\n")
+            r.warnings.join("\n")
         );
     }
     Ok(())

@@ -13,6 +13,7 @@ pub mod deps;
 pub mod outcome;
 pub mod plan;
 mod profiles;
+mod run_cx;
 mod spread;
 pub mod stage;
 pub mod stages;
@@ -27,6 +28,7 @@ use crate::events::Reporter;
 use crate::source::Source;
 pub use outcome::{gains, outcome_path, package_contender, winner, Outcome, RunContender};
 pub use plan::{Env, ProfileFrom, RunPlan, RunRequest};
+use run_cx::RunCx;
 use stage::{Ctx, StageId};
 use stages::*;
 pub use state::Tracker;
@@ -39,16 +41,19 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
     let req = &plan.request;
     let work = crate::infra::fs::create_canonical(&req.work_dir)?;
     let _lock = crate::infra::lock::WorkLock::acquire(&work)?;
-    let cx = Ctx {
-        work: &work,
-        reporter,
+    let mut r = RunCx {
+        plan,
+        cx: Ctx {
+            work: &work,
+            reporter,
+        },
+        t: Tracker::open(&work)?,
+        warnings: Vec::new(),
     };
-    let mut t = Tracker::open(&work)?;
-    let src = t.run(&SourceStage::of_run(req), &cx)?;
-    let mut warnings = Vec::new();
+    let src = r.run(&SourceStage::of_run(req))?;
     for w in plan.source_release.iter().flat_map(|c| c.warnings()) {
         reporter.message("source", &format!("warning: {w}"));
-        warnings.push(w);
+        r.warnings.push(w);
     }
     let given = given_profile(plan, &src)?;
     deps::check_space(
@@ -56,30 +61,32 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
         unfinished_builds(plan, &src, given.as_ref(), &work),
         deps::bytes_per_build(&plan.request.recipe),
     )?;
-    let baseline = t.run(
-        &BuildStage::of_run(plan, &src, plan.builds[0].variant, None, None),
-        &cx,
-    )?;
+    let baseline = r.run(&BuildStage::of_run(
+        plan,
+        &src,
+        plan.builds[0].variant,
+        None,
+        None,
+    ))?;
     let profiles = match given {
         Some(p) => Profiles::given(p),
-        None => train_profiles(plan, &src, &baseline, &mut t, &cx)?,
+        None => train_profiles(&mut r, &src, &baseline)?,
     };
-    let mut contenders =
-        build_contenders(plan, &src, &baseline, &profiles, &mut t, &cx, &mut warnings)?;
+    let mut contenders = build_contenders(&mut r, &src, &baseline, &profiles)?;
     contenders.extend(outside_contenders(req)?);
-    t.run(&GateStage::of_run(req, &contenders), &cx)?;
+    r.run(&GateStage::of_run(req, &contenders))?;
     let mtr = match MtrStage::of_run(plan, &src, &baseline, &contenders) {
-        Some(stage) => Some(t.run(&stage, &cx)?),
+        Some(stage) => Some(r.run(&stage)?),
         None => None,
     };
     if let Some(g) = &mtr {
-        stop_regressed(&mut contenders, g, reporter, &mut warnings)?;
+        stop_regressed(&mut r, &mut contenders, g)?;
     }
-    let seed = t.run(&SeedStage { given: req.seed }, &cx)?;
+    let seed = r.run(&SeedStage { given: req.seed })?;
     // Trained contenders make every benchmark workload outside the mix a held-out one.
     let trained = !profiles.is_empty() || contenders.iter().any(|c| c.bolt.is_some());
     let bench = BenchStage::of_run(plan, &src, &contenders, seed, trained);
-    let run_dir = t.run(&bench, &cx)?;
+    let run_dir = r.run(&bench)?;
     if let Some(g) = &mtr {
         // The report shows the gate beside the numbers it let through.
         crate::infra::fs::write_json(&crate::gate::mtr::copy_in_run_dir(&run_dir), g)?;
@@ -89,18 +96,15 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
         crate::infra::fs::write_json(&crate::source::release::copy_in_run_dir(&run_dir), c)?;
     }
     if plan.runs(&StageId::Cachegrind) {
-        t.run(&CachegrindStage::of_run(plan, &bench.plan, &run_dir), &cx)?;
+        r.run(&CachegrindStage::of_run(plan, &bench.plan, &run_dir))?;
     }
-    let report = t.run(
-        &ReportStage {
-            run_dir: run_dir.clone(),
-            policy: crate::bench::report::Policy {
-                allow_held_out_regression: req.allow_regression,
-                min_effect: req.min_effect,
-            },
+    let report = r.run(&ReportStage {
+        run_dir: run_dir.clone(),
+        policy: crate::bench::report::Policy {
+            allow_held_out_regression: req.allow_regression,
+            min_effect: req.min_effect,
         },
-        &cx,
-    )?;
+    })?;
     let mut outcome = Outcome {
         recipe: req.recipe.name.clone(),
         source: src,
@@ -109,12 +113,12 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
         run_dir,
         winner: winner(&report),
         package: None,
-        warnings,
+        warnings: std::mem::take(&mut r.warnings),
         timings: Vec::new(),
     };
     outcome.save(&work)?;
-    package_winner(plan, &mut outcome, &report, &mut t, &cx)?;
-    outcome.timings = t.timings.clone();
+    package_winner(&mut r, &mut outcome, &report)?;
+    outcome.timings = r.t.timings.clone();
     outcome.save(&work)?;
     Ok((outcome, report))
 }
@@ -139,30 +143,21 @@ fn unfinished_builds(plan: &RunPlan, src: &Source, given: Option<&Profile>, work
 }
 
 /// Packages the winner, when the run packages and something measurably won.
-fn package_winner(
-    plan: &RunPlan,
-    outcome: &mut Outcome,
-    report: &Report,
-    t: &mut Tracker,
-    cx: &Ctx,
-) -> Result<()> {
-    if !plan.runs(&StageId::Package) {
+fn package_winner(r: &mut RunCx, outcome: &mut Outcome, report: &Report) -> Result<()> {
+    if !r.plan.runs(&StageId::Package) {
         return Ok(());
     }
     let Some(w) = outcome.winner.clone() else {
         let msg = "no variant measurably beat the baseline; nothing packaged (`pgoforge package NAME` packages one anyway)";
-        cx.reporter.warning(msg);
+        r.cx.reporter.warning(msg);
         outcome.warnings.push(msg.into());
         return Ok(());
     };
-    let pkg = t.run(
-        &PackageStage {
-            outcome,
-            report: Some(report),
-            contender: &w,
-        },
-        cx,
-    )?;
+    let pkg = r.run(&PackageStage {
+        outcome,
+        report: Some(report),
+        contender: &w,
+    })?;
     outcome.package = Some(pkg);
     Ok(())
 }

@@ -8,9 +8,8 @@ use anyhow::{Context, Result};
 
 use super::plan::ProfileFrom;
 use super::plan::{PlannedBuild, RunPlan};
-use super::stage::Ctx;
+use super::run_cx::RunCx;
 use super::stages::*;
-use super::state::Tracker;
 use crate::builder::{BuildOutput, PgoPhase, ProfileInput, Variant};
 use crate::profile::train::NamedMix;
 use crate::profile::{check_belongs, Stored};
@@ -79,12 +78,11 @@ impl Profiles {
 /// The pgo-gen build trained on each of the run's mixes, in their order, and the pgo-gen+native
 /// build trained on the first mix (each only when the plan has it).
 pub(super) fn train_profiles(
-    plan: &RunPlan,
+    r: &mut RunCx,
     src: &Source,
     baseline: &BuildOutput,
-    t: &mut Tracker,
-    cx: &Ctx,
 ) -> Result<Profiles> {
+    let plan = r.plan;
     let gen_build = |native: bool| {
         plan.builds
             .iter()
@@ -92,22 +90,25 @@ pub(super) fn train_profiles(
     };
     let mut out = Profiles::default();
     if let Some(gen) = gen_build(false) {
-        let gen = t.run(&BuildStage::of_run(plan, src, gen.variant, None, None), cx)?;
+        let gen = r.run(&BuildStage::of_run(plan, src, gen.variant, None, None))?;
         for (i, m) in plan.request.mixes.iter().enumerate() {
             let mix_name = (i > 0).then_some(m.name.as_str());
-            let stored = t.run(
-                &TrainStage::of_run(plan, baseline, &gen, &m.mix, mix_name, None),
-                cx,
-            )?;
+            let stored = r.run(&TrainStage::of_run(
+                plan, baseline, &gen, &m.mix, mix_name, None,
+            ))?;
             out.by_mix.push((stored.input(), Some(stored)));
         }
     }
     if let Some(gen) = gen_build(true) {
-        let gen = t.run(&BuildStage::of_run(plan, src, gen.variant, None, None), cx)?;
-        let stored = t.run(
-            &TrainStage::of_run(plan, baseline, &gen, plan.request.mix(), None, None),
-            cx,
-        )?;
+        let gen = r.run(&BuildStage::of_run(plan, src, gen.variant, None, None))?;
+        let stored = r.run(&TrainStage::of_run(
+            plan,
+            baseline,
+            &gen,
+            plan.request.mix(),
+            None,
+            None,
+        ))?;
         out.native = Some((stored.input(), Some(stored)));
     }
     Ok(out)
@@ -116,26 +117,22 @@ pub(super) fn train_profiles(
 /// The profile of a cs-pgo variant: its cs-pgo-gen build (optimized with the first profile)
 /// trained on the same mix, the counts merged with the first profile.
 pub(super) fn cs_profile(
-    plan: &RunPlan,
+    r: &mut RunCx,
     src: &Source,
     baseline: &BuildOutput,
     gen: Variant,
     first: &ProfileInput,
-    t: &mut Tracker,
-    cx: &Ctx,
 ) -> Result<ProfileInput> {
-    let gen = t.run(&BuildStage::of_run(plan, src, gen, Some(first), None), cx)?;
-    let stored = t.run(
-        &TrainStage::of_run(
-            plan,
-            baseline,
-            &gen,
-            plan.request.mix(),
-            None,
-            Some(first.path()),
-        ),
-        cx,
-    )?;
+    let plan = r.plan;
+    let gen = r.run(&BuildStage::of_run(plan, src, gen, Some(first), None))?;
+    let stored = r.run(&TrainStage::of_run(
+        plan,
+        baseline,
+        &gen,
+        plan.request.mix(),
+        None,
+        Some(first.path()),
+    ))?;
     Ok(stored.input())
 }
 

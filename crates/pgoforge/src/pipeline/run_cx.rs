@@ -1,0 +1,30 @@
+//! What every step of `pgoforge run` needs besides the stages' typed outputs (the source, the
+//! baseline's build, the profiles, the contenders, which pass from step to step as values): the
+//! plan, where events go and the work dir, the tracker of stage records, and the warnings the
+//! outcome keeps.
+
+use anyhow::Result;
+
+use super::plan::RunPlan;
+use super::stage::{Ctx, Stage};
+use super::state::Tracker;
+
+pub(super) struct RunCx<'a> {
+    pub plan: &'a RunPlan,
+    pub cx: Ctx<'a>,
+    pub t: Tracker,
+    pub warnings: Vec<String>,
+}
+
+impl RunCx<'_> {
+    /// Runs a stage, or reuses its record (`Tracker::run`).
+    pub fn run<S: Stage>(&mut self, stage: &S) -> Result<S::Output> {
+        self.t.run(stage, &self.cx)
+    }
+
+    /// Says a warning and keeps it for the run's outcome.
+    pub fn warn(&mut self, msg: String) {
+        self.cx.reporter.warning(&msg);
+        self.warnings.push(msg);
+    }
+}
