@@ -3,7 +3,7 @@
 //! plan, where events go and the work dir, the tracker of stage records, and the warnings the
 //! outcome keeps.
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 
 use super::plan::RunPlan;
 use super::stage::{Ctx, Stage};
@@ -17,8 +17,22 @@ pub(super) struct RunCx<'a> {
 }
 
 impl RunCx<'_> {
-    /// Runs a stage, or reuses its record (`Tracker::run`).
+    /// Runs a stage, or reuses its record (`Tracker::run`) — only one the plan lists: the plan
+    /// is what runs, and a stage it does not name is a bug here, refused before it starts.
     pub fn run<S: Stage>(&mut self, stage: &S) -> Result<S::Output> {
+        let id = stage.name();
+        if !self.plan.runs(&id) {
+            bail!(
+                "stage '{id}' is not in the run's plan ({}): pgoforge's pipeline and its plan \
+                 disagree (a bug; please report it with `run --plan`'s output)",
+                self.plan
+                    .stages
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
         self.t.run(stage, &self.cx)
     }
 
