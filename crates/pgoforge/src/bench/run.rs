@@ -88,6 +88,17 @@ pub fn benchmark(
     let mut rounds_here = 0u32;
     // The host's own noise is checked once per invocation, on its first OLTP run.
     let mut noise_checked = false;
+    let rounds = Rounds {
+        plan,
+        done: &done,
+        tpl: &tpl,
+        base_spec: &base_spec,
+        dir,
+        client_cpus: &client_cpus,
+        client: &client,
+        guard,
+        log,
+    };
     for round in 1.. {
         let any_done = done.iter().any(|d| d.0 == round);
         if round > plan.spec.rounds && !any_done {
@@ -116,36 +127,16 @@ pub fn benchmark(
         }
         if let Some(slice) = plan.spec.slice_seconds {
             let order = round_order(plan.contenders.len(), round, plan.seed, plan.order_scheme);
-            let written = sliced_round(
-                plan,
-                round,
-                &order,
-                slice,
-                (guard, &mut noise_checked),
-                &done,
-                &tpl,
-                &base_spec,
-                dir,
-                &client_cpus,
-                &client,
-                &mut out,
-                log,
-            )?;
+            let written =
+                sliced_round(&rounds, round, &order, slice, &mut noise_checked, &mut out)?;
             measured += written;
             tick(measured, total);
         } else {
             plain_round(
-                plan,
+                &rounds,
                 round,
-                (guard, &mut noise_checked),
-                &done,
-                &tpl,
-                &base_spec,
-                dir,
-                &client_cpus,
-                &client,
+                &mut noise_checked,
                 &mut out,
-                log,
                 (&mut measured, total, tick),
             )?;
         }
@@ -177,6 +168,22 @@ fn pinned_cpus(plan: &BenchPlan) -> (Option<Vec<usize>>, Vec<usize>) {
         (true, Some((s, c))) => (Some(s), c),
         _ => (None, Vec::new()),
     }
+}
+
+/// What every round of one benchmark invocation shares: the plan, the cells already recorded,
+/// the dataset template, the servers' common spec, the run directory, the client and its CPUs,
+/// the busy-machine guard, the log.
+#[derive(Clone, Copy)]
+struct Rounds<'a> {
+    plan: &'a BenchPlan,
+    done: &'a HashSet<(u32, String, TestName, u32)>,
+    tpl: &'a Path,
+    base_spec: &'a ServerSpec,
+    dir: &'a Path,
+    client_cpus: &'a [usize],
+    client: &'a Client,
+    guard: Guard,
+    log: &'a dyn Fn(&str),
 }
 
 /// Whether every cell of `round` is in the results already (a resumed run skips it).
@@ -226,21 +233,24 @@ fn adopt_noise_floor(work_dir: &Path, dir: &Path, log: &dyn Fn(&str)) -> Result<
 /// One round of the plain design: each contender in the round's order started on its own copy
 /// of the template, its cells not yet recorded measured one after the other, each record written
 /// (and `tick`ed) as it ends; the host's noise checked on the invocation's first OLTP run.
-#[allow(clippy::too_many_arguments)]
 fn plain_round(
-    plan: &BenchPlan,
+    rounds: &Rounds,
     round: u32,
-    (guard, noise_checked): (Guard, &mut bool),
-    done: &HashSet<(u32, String, TestName, u32)>,
-    tpl: &Path,
-    base_spec: &ServerSpec,
-    dir: &Path,
-    client_cpus: &[usize],
-    client: &Client,
+    noise_checked: &mut bool,
     out: &mut fs::File,
-    log: &dyn Fn(&str),
     (measured, total, tick): (&mut u64, u64, &dyn Fn(u64, u64)),
 ) -> Result<()> {
+    let Rounds {
+        plan,
+        done,
+        tpl,
+        base_spec,
+        dir,
+        client_cpus,
+        client,
+        guard,
+        log,
+    } = *rounds;
     for (position, &ci) in round_order(plan.contenders.len(), round, plan.seed, plan.order_scheme)
         .iter()
         .enumerate()
@@ -466,22 +476,25 @@ fn start_contender(
 /// together when the cell is complete (a killed round loses that cell only); the report averages
 /// a round's slices, so pairing stays by round and the server-start component is sampled once
 /// per round, as in the plain design. Returns the (round, contender, cell)s written.
-#[allow(clippy::too_many_arguments)]
 fn sliced_round(
-    plan: &BenchPlan,
+    rounds: &Rounds,
     round: u32,
     order: &[usize],
     slice: u64,
-    (guard, noise_checked): (Guard, &mut bool),
-    done: &HashSet<(u32, String, TestName, u32)>,
-    tpl: &Path,
-    base_spec: &ServerSpec,
-    dir: &Path,
-    client_cpus: &[usize],
-    client: &Client,
+    noise_checked: &mut bool,
     out: &mut fs::File,
-    log: &dyn Fn(&str),
 ) -> Result<u64> {
+    let Rounds {
+        plan,
+        done,
+        tpl,
+        base_spec,
+        dir,
+        client_cpus,
+        client,
+        guard,
+        log,
+    } = *rounds;
     let cells: Vec<(TestName, u32)> = plan
         .spec
         .workloads
@@ -561,16 +574,7 @@ fn sliced_round(
         // together are not (the report's measure, [`super::report::run_cvs`]). Not a warm-up:
         // a cold server's climbing throughput would read as noise.
         if !*noise_checked && super::report::is_steady(w) {
-            let cvs = super::report::run_cvs(&recs);
-            if !cvs.is_empty() {
-                *noise_checked = true;
-                let steals: Vec<f64> = recs
-                    .iter()
-                    .filter_map(|r| r.load.as_ref().map(|l| l.steal_share))
-                    .collect();
-                let steal = (!steals.is_empty()).then(|| super::stats::mean(&steals));
-                check_host_noise(super::stats::median(&cvs), steal, guard, true, log)?;
-            }
+            *noise_checked = check_sliced_noise(&recs, guard, log)?;
         }
         log(&format!(
             "round {round}/{}: {w} {t} thr: {} slices of {slice} s per contender",
@@ -584,6 +588,22 @@ fn sliced_round(
         let _ = fs::remove_dir_all(&inst);
     }
     Ok(written)
+}
+
+/// The host-noise check on one sliced cell: its contenders' slices taken together; whether there
+/// was enough to judge.
+fn check_sliced_noise(recs: &[Record], guard: Guard, log: &dyn Fn(&str)) -> Result<bool> {
+    let cvs = super::report::run_cvs(recs);
+    if cvs.is_empty() {
+        return Ok(false);
+    }
+    let steals: Vec<f64> = recs
+        .iter()
+        .filter_map(|r| r.load.as_ref().map(|l| l.steal_share))
+        .collect();
+    let steal = (!steals.is_empty()).then(|| super::stats::mean(&steals));
+    check_host_noise(super::stats::median(&cvs), steal, guard, true, log)?;
+    Ok(true)
 }
 
 /// One measured run of workload `w` at `t` client threads against a started server, after its
