@@ -191,6 +191,17 @@ fn load_warehouse(s: &Settings, conn: &mut Conn, n: u32, w: u32) -> Result<(), S
     load_order_lines(rng, conn, n, w, &line_counts, &mut row)
 }
 
+/// The columns a warehouse and a district share: `'name', address, tax` (sysbench-tpcc draws
+/// them in this order for both).
+fn push_name_address_tax(rng: &mut SbRng, row: &mut String) {
+    row.push('\'');
+    push_rand_string(rng, "name-@@@@@", row);
+    row.push_str("','");
+    push_address(rng, row);
+    row.push_str("', ");
+    push_f6(rng.unit() * 0.2, row);
+}
+
 /// The warehouse's own row.
 fn load_warehouse_row(
     rng: &mut SbRng,
@@ -204,16 +215,11 @@ fn load_warehouse_row(
         &format!("warehouse{n}"),
         "w_id, w_name, w_street_1, w_street_2, w_city, w_state, w_zip, w_tax, w_ytd",
     );
-    row.push_str(&format!("({w}, '"));
-    push_rand_string(rng, "name-@@@@@", row);
-    row.push_str("','");
-    push_address(rng, row);
-    row.push_str("', ");
-    push_f6(rng.unit() * 0.2, row);
+    row.push_str(&format!("({w}, "));
+    push_name_address_tax(rng, row);
     row.push_str(",300000)");
     bulk.push(row)?;
-    bulk.done()?;
-    Ok(())
+    bulk.done()
 }
 
 /// Its districts.
@@ -231,17 +237,12 @@ fn load_districts(
     );
     for d in 1..=DIST_PER_WARE {
         row.clear();
-        row.push_str(&format!("({d}, {w}, '"));
-        push_rand_string(rng, "name-@@@@@", row);
-        row.push_str("','");
-        push_address(rng, row);
-        row.push_str("', ");
-        push_f6(rng.unit() * 0.2, row);
+        row.push_str(&format!("({d}, {w}, "));
+        push_name_address_tax(rng, row);
         row.push_str(",30000,3001)");
         bulk.push(row)?;
     }
-    bulk.done()?;
-    Ok(())
+    bulk.done()
 }
 
 /// Every district's customers: the first thousand take every last name once.
@@ -289,8 +290,7 @@ fn load_customers(
             bulk.push(row)?;
         }
     }
-    bulk.done()?;
-    Ok(())
+    bulk.done()
 }
 
 /// One history row per customer.
@@ -316,8 +316,7 @@ fn load_history(
             bulk.push(row)?;
         }
     }
-    bulk.done()?;
-    Ok(())
+    bulk.done()
 }
 
 /// One order per customer of each district, in a shuffled customer order; the number of lines of
@@ -391,8 +390,7 @@ fn load_stock(
         row.push_str("')");
         bulk.push(row)?;
     }
-    bulk.done()?;
-    Ok(())
+    bulk.done()
 }
 
 /// Every order's lines (`line_counts[order]` of them).
