@@ -54,7 +54,7 @@ impl Apt {
         if Command::new("apt-config").arg("-v").output().is_err() {
             bail!("apt is not installed: Debian source packages are fetched with apt");
         }
-        let sources = derive_sources(&system_source_files()?, suite, &os_codename())?;
+        let sources = derive_sources(&system_source_files()?, suite, &os_codename());
         if sources.is_empty() {
             bail!(
                 "apt's sources name no entry for {suite} (nor the system's own release, whose \
@@ -181,7 +181,7 @@ impl Apt {
         if !out.status.success() {
             bail!(
                 "apt's index lists no source {package} {version}: {}",
-                first_error(&String::from_utf8_lossy(&out.stderr))
+                first_error(&String::from_utf8_lossy(&out.stderr)).unwrap_or("no reason given")
             );
         }
         Ok(parse_print_uris(&String::from_utf8_lossy(&out.stdout)))
@@ -227,12 +227,11 @@ impl Log {
     }
 }
 
-fn first_error(text: &str) -> String {
+/// apt's first error line (`E: …`), without its prefix.
+pub fn first_error(text: &str) -> Option<&str> {
     text.lines()
         .find(|l| l.starts_with("E:"))
-        .unwrap_or("no reason given")
-        .trim_start_matches("E: ")
-        .to_string()
+        .map(|l| l.trim_start_matches("E:").trim_start())
 }
 
 /// `apt-get source --print-uris` lines: `'URI' NAME SIZE HASH`.
@@ -323,7 +322,7 @@ fn system_source_files() -> Result<Vec<(PathBuf, String)>> {
 /// entry with its own URIs and options. A suite no entry names (unstable on a Debian 12 machine)
 /// gets the entry of the system's own release (`codename`) with the suite replaced: the same
 /// mirror serves every suite of Debian's archive.
-pub fn derive_sources(files: &[(PathBuf, String)], suite: &str, codename: &str) -> Result<Derived> {
+pub fn derive_sources(files: &[(PathBuf, String)], suite: &str, codename: &str) -> Derived {
     let mut out = Derived::default();
     let mut fallback = Derived::default();
     for (path, text) in files {
@@ -349,7 +348,7 @@ pub fn derive_sources(files: &[(PathBuf, String)], suite: &str, codename: &str) 
     if out.is_empty() {
         out = fallback;
     }
-    Ok(out)
+    out
 }
 
 /// Derived entries: apt reads one-line entries from a `.list` file and deb822 ones from a
@@ -568,7 +567,7 @@ mod tests {
                 "deb [arch=amd64 trusted=yes] http://proxy.local:3142/debian bookworm main # a cache\ndeb http://other.example/ trixie main\n",
             ),
         ]);
-        let d = derive_sources(&f, "bookworm", "bookworm").unwrap();
+        let d = derive_sources(&f, "bookworm", "bookworm");
         let s = &d.deb822;
         assert!(s.contains("Types: deb-src\nSuites: bookworm bookworm-updates\nURIs: http://mirror.example/debian\n"), "{s}");
         assert!(
@@ -589,13 +588,13 @@ mod tests {
         );
         assert!(!s.contains("Types: deb\n"), "{s}");
         // A suite nobody names comes from the mirror of the system's own release.
-        let u = derive_sources(&f, "unstable", "bookworm").unwrap().deb822;
+        let u = derive_sources(&f, "unstable", "bookworm").deb822;
         assert!(
             u.starts_with("Types: deb-src\nSuites: unstable\nURIs: http://mirror.example/debian\n"),
             "{u}"
         );
         assert_eq!(u.matches("Types:").count(), 1, "{u}");
-        assert!(derive_sources(&f, "unstable", "").unwrap().is_empty());
+        assert!(derive_sources(&f, "unstable", "").is_empty());
     }
 
     #[test]

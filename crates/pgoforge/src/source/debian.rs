@@ -154,9 +154,7 @@ pub fn fault(log: &str) -> String {
         }
     }
     if faults.is_empty() {
-        if let Some(e) = log.lines().find(|l| l.starts_with("E: ")) {
-            faults.push(e.trim_start_matches("E: ").to_string());
-        }
+        faults.extend(super::apt::first_error(log).map(str::to_string));
     }
     faults.dedup();
     if faults.is_empty() {

@@ -463,11 +463,6 @@ pub fn installed(package: &str) -> Option<String> {
         .then(|| version.to_string())
 }
 
-/// `apt-cache madison` lines of source packages (`pkg | version | URI suite/component Sources`).
-pub fn parse_madison_sources(text: &str, package: &str) -> Vec<Release> {
-    listed(parse_madison_kind(text, package, "Sources"))
-}
-
 /// `apt-cache madison` lines (`pkg | version | URI suite/component arch Packages`) for `package`;
 /// anything else (source lines, garbage, a line of another package) is skipped.
 pub fn parse_madison(text: &str, package: &str) -> Vec<Release> {
@@ -589,11 +584,11 @@ mod tests {
         let text = "   mariadb | 1:10.11.18-0+deb12u1 | http://m/debian bookworm/main Sources\n\
                     mariadb | 1:10.11.18-0+deb12u1 | http://m/debian bookworm/main amd64 Packages\n\
                     mysql-9.7 |    9.7.2-4 | http://m/debian unstable/main Sources\n";
-        let r = parse_madison_sources(text, "mariadb");
+        let r = listed(parse_madison_kind(text, "mariadb", "Sources"));
         assert_eq!(r.len(), 1);
         assert_eq!(r[0].suite, "bookworm");
         assert_eq!(
-            parse_madison_sources(text, "mysql-9.7")[0].version,
+            listed(parse_madison_kind(text, "mysql-9.7", "Sources"))[0].version,
             "9.7.2-4"
         );
     }
