@@ -105,6 +105,13 @@ impl SourceArgs {
         Ok((r, Some(check)))
     }
 
+    /// The release check's warnings on stderr (the commands that have no reporter for them).
+    pub fn warn(release: Option<&ReleaseCheck>) {
+        for w in release.iter().flat_map(|c| c.warnings()) {
+            eprintln!("warning: {w}");
+        }
+    }
+
     /// The source stage for `recipe` with these arguments.
     pub fn stage<'a>(&'a self, recipe: &'a Recipe) -> SourceStage<'a> {
         SourceStage {

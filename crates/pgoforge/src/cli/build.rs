@@ -42,9 +42,7 @@ pub struct BuildArgs {
 
 pub fn main(a: BuildArgs) -> Result<i32> {
     let (recipe, release) = a.source.recipe()?;
-    for w in release.iter().flat_map(|c| c.warnings()) {
-        eprintln!("warning: {w}");
-    }
+    SourceArgs::warn(release.as_ref());
     let compiler = a.compiler.find(&recipe)?;
     let profile = a.profile.clone().map(ProfileInput::from_path);
     // Checked before anything is fetched or built.

@@ -292,9 +292,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
     plan.source_release = source_release;
     if a.plan {
         println!("{}", serde_json::to_string_pretty(&plan)?);
-        for w in plan.source_release.iter().flat_map(|c| c.warnings()) {
-            eprintln!("warning: {w}");
-        }
+        SourceArgs::warn(plan.source_release.as_ref());
         return Ok(0);
     }
     // Said up front: after hours of builds, the benchmark is the part its flags decide.

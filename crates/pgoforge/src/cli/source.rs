@@ -23,9 +23,7 @@ pub struct SourceCmdArgs {
 pub fn main(a: SourceCmdArgs) -> Result<i32> {
     let (recipe, release) = a.source.recipe()?;
     if !a.json {
-        for w in release.iter().flat_map(|c| c.warnings()) {
-            eprintln!("warning: {w}");
-        }
+        SourceArgs::warn(release.as_ref());
     }
     let (work, _lock) = a.work.locked()?;
     let reporter = super::reporter(a.json);

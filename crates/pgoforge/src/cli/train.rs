@@ -40,9 +40,7 @@ pub fn main(a: TrainArgs) -> Result<i32> {
         .unwrap_or_else(|e| super::usage_error(e));
     let dataset_from = a.training.dataset_from()?;
     let (recipe, release) = a.source.recipe()?;
-    for w in release.iter().flat_map(|c| c.warnings()) {
-        eprintln!("warning: {w}");
-    }
+    SourceArgs::warn(release.as_ref());
     let compiler = a.compiler.find(&recipe)?;
     let (work, _lock) = a.work.locked()?;
     let reporter = super::reporter(a.json);
