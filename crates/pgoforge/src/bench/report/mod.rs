@@ -2,7 +2,8 @@
 //! the baseline. The same results file always gives the same report; `export/` renders it. In
 //! parts: `model` (a cell from its runs), `noise` (the run's own noise, the position effect,
 //! steadiness), `held_out` (the workloads the training never ran), `decision` (Holm's correction,
-//! the minimum change, the winner, the stored policy), `rows` (the rows stored as arrays).
+//! the minimum change, the winner), `policy` (how the run decides, stored beside it), `rows` (the
+//! rows stored as arrays).
 
 mod decision;
 mod held_out;

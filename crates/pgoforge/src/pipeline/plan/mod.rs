@@ -197,8 +197,9 @@ pub struct RunPlan {
     /// Build hosts (`--build-host`) that share the optimized builds with this one.
     #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "destinations")]
     pub build_hosts: Vec<SshTarget>,
-    /// The recipe's Debian version against the releases apt's lists offer and the installed
-    /// server (`source::release`; absent for other sources, and when the caller did not look).
+    /// The release built against the releases the mirror lists and serves and the installed
+    /// server (`source::release::resolve`; absent for other sources, and when the caller did not
+    /// look).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_release: Option<crate::source::release::ReleaseCheck>,
     /// The benchmark's expected wall time in seconds (`bench::estimate`): the part of the run the
