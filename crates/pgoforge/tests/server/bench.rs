@@ -102,8 +102,25 @@ fn one_binary_under_two_names_is_no_significant_difference() {
         "no significant difference; 4 paired rounds are too few for the exact test to bound the change at this run's level",
         "{cmp:?}"
     );
+    // The interval is not asserted to hold 1: the tests share two vCPUs, and 2-s rounds beside
+    // them once put one binary 34 % behind itself (CI, 2026-12-04). A test is no benchmark; the
+    // A/A figures live in docs/results/. What must hold whatever the noise: the ratio is the
+    // geometric mean of the report's per-round ratios, inside its own interval.
+    let base = r.cells.iter().find(|c| c.contender == "debian").unwrap();
+    assert_eq!(base.tps_rounds.len(), 4);
+    let mean = base
+        .tps_rounds
+        .iter()
+        .zip(&same.tps_rounds)
+        .map(|(b, s)| {
+            assert_eq!(b.0, s.0, "paired by round");
+            (s.1 / b.1).ln()
+        })
+        .sum::<f64>()
+        / 4.0;
+    assert!((mean.exp() - cmp.ratio).abs() < 1e-9, "{cmp:?}");
     assert!(
-        cmp.ratio_ci95.0 < 1.05 && cmp.ratio_ci95.1 > 0.95,
+        cmp.ratio_ci95.0 < cmp.ratio && cmp.ratio < cmp.ratio_ci95.1,
         "{cmp:?}"
     );
     assert_eq!(same.tps.n, 4);
