@@ -111,6 +111,17 @@ impl BenchPlan {
         self.aa_control.as_deref() == Some(contender)
     }
 
+    /// The contender the A/A control serves again: the first other one with its binary and
+    /// buffer pool. A report against another baseline (`--baseline`) still compares the control
+    /// with this one, so its scatter stays the run's own noise and not a comparison of builds.
+    pub fn aa_reference(&self) -> Option<&Contender> {
+        let name = self.aa_control.as_deref()?;
+        let ctl = self.contenders.iter().find(|c| c.name == name)?;
+        self.contenders.iter().find(|c| {
+            c.name != name && c.binary == ctl.binary && c.buffer_pool_mb == ctl.buffer_pool_mb
+        })
+    }
+
     /// The training mix `contender` was trained on, in a matrix.
     pub fn mix_of(&self, contender: &str) -> Option<&str> {
         self.training

@@ -110,3 +110,55 @@ fn the_minimum_change_is_a_stored_policy_that_later_reports_apply() {
         assert!(err.contains("in percent"), "{bad}: {err}");
     }
 }
+
+/// The committed reports against another baseline (`report --baseline NAME`, kept as
+/// report-vs-NAME.md/.txt) regenerate too; and in each, the A/A control is still compared with the
+/// binary it repeats: its noise line and its warnings are the run's, not a comparison of builds.
+#[test]
+fn alternative_baseline_reports_regenerate_and_keep_the_a_a_pair() {
+    let mut rendered = 0;
+    for dir in committed_runs() {
+        let main = report::build(&dir).unwrap();
+        for f in fs::read_dir(&dir).unwrap() {
+            let path = f.unwrap().path();
+            let file = path.file_name().unwrap().to_string_lossy().to_string();
+            let Some(rest) = file.strip_prefix("report-vs-") else {
+                continue;
+            };
+            let (name, exporter): (&str, &dyn Exporter) = if let Some(n) = rest.strip_suffix(".md")
+            {
+                (n, &export::markdown::Markdown)
+            } else if let Some(n) = rest.strip_suffix(".txt") {
+                (n, &export::text::Text)
+            } else {
+                continue;
+            };
+            let r = report::build_against(&dir, Some(name))
+                .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+            assert_eq!(r.plan.contenders[0].name, name);
+            assert_eq!(
+                r.own_noise,
+                main.own_noise,
+                "{}: the A/A line compares the A/A pair whatever the baseline",
+                path.display()
+            );
+            let aa_warnings = |rep: &report::Report| -> usize {
+                rep.cells
+                    .iter()
+                    .flat_map(|c| &c.warnings)
+                    .filter(|w| w.contains("the A/A control"))
+                    .count()
+            };
+            assert_eq!(aa_warnings(&r), aa_warnings(&main), "{}", path.display());
+            let want = fs::read_to_string(&path).unwrap();
+            let got = exporter.render(&r).unwrap();
+            assert!(
+                got == want,
+                "{} differs from what its results give now:\n--- committed\n{want}\n--- now\n{got}",
+                path.display()
+            );
+            rendered += 1;
+        }
+    }
+    assert!(rendered >= 10, "{rendered} alternative-baseline reports");
+}

@@ -70,7 +70,12 @@ pub(super) fn cell(
             .unwrap_or(r.result.latency.hdr.p95)
     };
     let c = plan.contenders.iter().find(|c| c.name == name)?;
-    let base = &plan.baseline_for(c).name;
+    // The A/A control against the binary it repeats, whichever contender the report's baseline is.
+    let reference = match plan.aa_reference() {
+        Some(r) if plan.is_control(name) => r,
+        _ => plan.baseline_for(c),
+    };
+    let base = &reference.name;
     let base_tps = pick(base, &tps);
     let base_p95 = pick(base, &p95);
     let v_tps = pick(name, &tps);

@@ -74,7 +74,7 @@ pub(super) fn own_noise(plan: &BenchPlan, cells: &[Cell]) -> Option<OwnNoise> {
         .iter()
         .filter(|c| !plan.is_control(&c.contender) && c.tps_vs_baseline.is_some())
         .count();
-    let base = &plan.contenders[0].name;
+    let base = &plan.aa_reference()?.name;
     let noise_cells: Vec<NoiseCell> = cells
         .iter()
         .filter(|c| &c.contender == control)
