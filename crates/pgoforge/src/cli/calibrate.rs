@@ -210,7 +210,9 @@ fn print_floor(
         println!("{line}");
     }
     println!(
-        "\"detectable\": the smallest true change found with 80% power at 95% (a default run: 8 \
+        "\"detectable\": the smallest true change reported with 80% power under the rule \
+         reports apply (the exact test at 5%, Holm, the 2% minimum change; simulated), and in \
+         brackets the same at the ends of the floor's own 95% interval (a default run: 8 \
          rounds, 6 comparisons under Holm). Saved as {}; later benchmarks in this work dir flag \
          runs that scatter more than {}x this floor.",
         calibrate::path(work).display(),

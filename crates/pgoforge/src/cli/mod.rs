@@ -12,6 +12,7 @@ mod doctor;
 mod gate;
 mod oltp;
 mod package;
+mod power;
 mod recipes;
 mod report;
 mod run;
@@ -60,6 +61,9 @@ enum Command {
     /// Measure the machine's noise floor: one server against itself (A/A), and the smallest
     /// effect a benchmark here can detect.
     Calibrate(Box<calibrate::CalibrateArgs>),
+    /// What a benchmark can find before it runs: power under the reports' rule, the smallest
+    /// change found 80 % of the time, the rounds a change needs.
+    Power(power::PowerArgs),
     /// sysbench-compatible OLTP workloads: prepare, prewarm, run, cleanup.
     Oltp(Box<oltp::OltpArgs>),
     /// Run a MySQL-family server by hand: start, stop, status.
@@ -96,6 +100,7 @@ pub fn main() -> anyhow::Result<i32> {
         Command::Gate(args) => gate::main(*args),
         Command::Bench(args) => bench::main(*args),
         Command::Calibrate(args) => calibrate::main(*args),
+        Command::Power(args) => power::main(args),
         Command::Report(args) => report::main(args),
         Command::Run(args) => run::main(*args),
         Command::Package(args) => package::main(args),

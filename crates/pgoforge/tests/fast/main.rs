@@ -4,4 +4,5 @@
 mod architecture;
 mod defaults;
 mod formats;
+mod power;
 mod reports;

@@ -34,10 +34,10 @@ pub fn calibration_table(cal: &crate::bench::calibrate::Calibration) -> Table {
             "rounds",
             "A/A ratio [95% CI]",
             "floor (sd of round ratios)",
-            "detectable here (80% power)",
+            "detectable here (80% power under the rule) [floor's 95% range]",
             "detectable in a default run",
-            "rounds for 2%",
-            "minutes per pair for 2%",
+            "rounds for 3%",
+            "minutes per pair for 3%",
         ]
         .map(String::from)
         .to_vec(),
@@ -56,13 +56,22 @@ pub fn calibration_table(cal: &crate::bench::calibrate::Calibration) -> Table {
                         (f.aa.ratio_ci95.1 - 1.0) * 100.0
                     ),
                     format!("{:.2}%", f.sd_log_ratio * 100.0),
-                    effect(f.detectable_here),
+                    match f.detectable_here_interval {
+                        Some((lo, hi)) => format!(
+                            "{} [{}, {}]",
+                            effect(f.detectable_here),
+                            effect(Some(lo).filter(|x| x.is_finite())),
+                            effect(Some(hi).filter(|x| x.is_finite()))
+                        ),
+                        None => effect(f.detectable_here),
+                    },
                     effect(f.detectable_default_run),
-                    f.rounds_for_2pct
+                    f.rounds_for_target
                         .map_or(format!("> {}", crate::bench::calibrate::MAX_ROUNDS), |n| {
                             n.to_string()
                         }),
-                    f.minutes_for_2pct.map_or("-".into(), |m| format!("{m:.0}")),
+                    f.minutes_for_target
+                        .map_or("-".into(), |m| format!("{m:.0}")),
                 ]
             })
             .collect(),

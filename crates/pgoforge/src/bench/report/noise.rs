@@ -20,6 +20,9 @@ pub struct OwnNoise {
     pub control: String,
     /// The comparisons Holm corrects over (the control's are not among them).
     pub comparisons: usize,
+    /// The minimum change the report counts (a fraction), part of the rule power is for.
+    #[serde(default = "default_min_effect")]
+    pub min_effect: f64,
     pub cells: Vec<NoiseCell>,
 }
 
@@ -30,9 +33,14 @@ pub struct NoiseCell {
     pub rounds: usize,
     /// Standard deviation of the control's per-round log-ratios against the baseline.
     pub sd_log_ratio: f64,
-    /// The smallest true change detected with 80 % power at these rounds over `comparisons`
-    /// (a ratio; infinite when the rounds cannot reach the level at all).
+    /// The smallest true change reported with 80 % power under the run's rule (the exact test,
+    /// Holm over `comparisons`, the minimum change) at these rounds (a ratio; infinite when the
+    /// rounds cannot reach the level at all).
     pub detectable_ratio: f64,
+    /// The same at the ends of the scatter's 95 % interval (it is estimated from `rounds` − 1
+    /// degrees of freedom): what the run could detect is known only this well.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detectable_interval: Option<(f64, f64)>,
     /// The control against the baseline: significant here means the run is not A/A-clean.
     pub aa: Comparison,
 }
@@ -50,7 +58,21 @@ impl OwnNoise {
                     c.threads,
                     c.sd_log_ratio * 100.0,
                     if c.detectable_ratio.is_finite() {
-                        format!("{:.1}%", (c.detectable_ratio - 1.0) * 100.0)
+                        let pct = |r: f64| (r - 1.0) * 100.0;
+                        match c.detectable_interval {
+                            Some((lo, hi)) if hi.is_finite() => format!(
+                                "{:.1}% ({:.1}-{:.1}%)",
+                                pct(c.detectable_ratio),
+                                pct(lo),
+                                pct(hi)
+                            ),
+                            Some((lo, _)) => format!(
+                                "{:.1}% ({:.1}% to not reachable)",
+                                pct(c.detectable_ratio),
+                                pct(lo)
+                            ),
+                            None => format!("{:.1}%", pct(c.detectable_ratio)),
+                        }
                     } else {
                         "nothing (too few rounds)".into()
                     }
@@ -59,22 +81,34 @@ impl OwnNoise {
             .collect();
         format!(
             "This run's own noise (A/A control: the baseline served again as {}, interleaved like \
-             every contender; detectable = the smallest change found with 80% power at these \
-             rounds over the run's {} comparisons): {}.",
+             every contender; detectable = the smallest true change reported with 80% power \
+             under this report's rule — the exact test, Holm over the run's {} comparisons, the \
+             {:.0}% minimum change — at these rounds, simulated; in brackets, the same at the \
+             ends of the scatter's 95% interval): {}.",
             self.control,
             self.comparisons,
+            self.min_effect * 100.0,
             cells.join("; ")
         )
     }
 }
 
-pub(super) fn own_noise(plan: &BenchPlan, cells: &[Cell]) -> Option<OwnNoise> {
+fn default_min_effect() -> f64 {
+    crate::bench::stats::NOISE
+}
+
+pub(super) fn own_noise(
+    plan: &BenchPlan,
+    cells: &[Cell],
+    min_effect: Option<f64>,
+) -> Option<OwnNoise> {
     let control = plan.aa_control.as_ref()?;
     let comparisons = cells
         .iter()
         .filter(|c| !plan.is_control(&c.contender) && c.tps_vs_baseline.is_some())
         .count();
     let base = &plan.aa_reference()?.name;
+    let rule = crate::bench::stats::Rule::new(comparisons, min_effect);
     let noise_cells: Vec<NoiseCell> = cells
         .iter()
         .filter(|c| &c.contender == control)
@@ -89,16 +123,14 @@ pub(super) fn own_noise(plan: &BenchPlan, cells: &[Cell]) -> Option<OwnNoise> {
             } else {
                 f64::INFINITY
             };
+            let detectable = crate::bench::stats::detectable(rule, sd, d.len().max(1) - 1, d.len());
             Some(NoiseCell {
                 workload: c.workload.clone(),
                 threads: c.threads,
                 rounds: d.len(),
                 sd_log_ratio: sd,
-                detectable_ratio: crate::bench::stats::min_detectable_ratio(
-                    sd,
-                    d.len(),
-                    comparisons,
-                ),
+                detectable_ratio: detectable.ratio,
+                detectable_interval: d.len().gt(&2).then_some((detectable.low, detectable.high)),
                 aa,
             })
         })
@@ -106,6 +138,7 @@ pub(super) fn own_noise(plan: &BenchPlan, cells: &[Cell]) -> Option<OwnNoise> {
     Some(OwnNoise {
         control: control.clone(),
         comparisons,
+        min_effect: rule.min_effect,
         cells: noise_cells,
     })
 }
