@@ -582,6 +582,16 @@ pub fn parse_min_effect(s: &str) -> Result<f64, String> {
     }
 }
 
+/// `--margin PCT` as a fraction: above 0, below 50.
+pub fn parse_margin(s: &str) -> Result<f64, String> {
+    match s.trim_end_matches('%').parse::<f64>() {
+        Ok(p) if p > 0.0 && p < 50.0 => Ok(p / 100.0),
+        _ => Err(format!(
+            "'{s}': give the non-inferiority margin in percent, above 0 and below 50, e.g. 3 (\"not slower than -3%\")"
+        )),
+    }
+}
+
 /// A benchmark workload (`replay` with `--replay-file`).
 fn parse_bench_workload(s: &str) -> Result<TestName, String> {
     s.parse()

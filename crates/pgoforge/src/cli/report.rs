@@ -45,6 +45,11 @@ pub struct ReportArgs {
     /// stored]; stored in the run directory like --allow-regression.
     #[arg(long = "min-effect", value_name = "PCT", value_parser = super::args::parse_min_effect)]
     min_effect: Option<f64>,
+    /// The non-inferiority margin, in percent, on held-out workloads [3; or what the run
+    /// stored]: "not slower than -PCT%" needs the one-sided bound above it; stored like
+    /// --min-effect.
+    #[arg(long, value_name = "PCT", value_parser = super::args::parse_margin)]
+    margin: Option<f64>,
 }
 
 pub fn main(a: ReportArgs) -> Result<i32> {
@@ -63,7 +68,11 @@ pub fn main(a: ReportArgs) -> Result<i32> {
     }
     // A policy given here is stored only once the run directory proved to hold a benchmark.
     let stored = || report::Policy::stored(&a.run);
-    let given = if a.allow_regression || a.no_allow_regression || a.min_effect.is_some() {
+    let given = if a.allow_regression
+        || a.no_allow_regression
+        || a.min_effect.is_some()
+        || a.margin.is_some()
+    {
         let before = stored().unwrap_or_default();
         Some(report::Policy {
             allow_held_out_regression: if a.allow_regression || a.no_allow_regression {
@@ -72,6 +81,7 @@ pub fn main(a: ReportArgs) -> Result<i32> {
                 before.allow_held_out_regression
             },
             min_effect: a.min_effect.or(before.min_effect),
+            margin: a.margin.or(before.margin),
         })
     } else {
         None

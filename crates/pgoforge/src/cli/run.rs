@@ -105,6 +105,11 @@ pub struct RunArgs {
     /// with the run, changeable later with `pgoforge report --min-effect`.
     #[arg(long = "min-effect", value_name = "PCT", value_parser = super::args::parse_min_effect)]
     min_effect: Option<f64>,
+    /// The non-inferiority margin, in percent, on held-out workloads [3]: a variant is packaged
+    /// only when the benchmark shows it not slower than minus this there (one-sided bound at
+    /// 5%). A decision policy, stored like --min-effect.
+    #[arg(long, value_name = "PCT", value_parser = super::args::parse_margin)]
+    margin: Option<f64>,
     /// Serve the baseline again as an A/A control in the benchmark (`baseline-again`,
     /// interleaved like every contender, never chosen, outside Holm's family): the report states
     /// this run's own noise and the smallest change it could detect [on, except with --quick
@@ -278,6 +283,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
         guard: a.guard.guard(),
         allow_regression: a.allow_regression,
         min_effect: a.min_effect,
+        margin: a.margin,
         aa: !a.no_aa && (a.aa || !(a.quick || a.matrix)),
         auto_rounds: !a.bench.rounds_given(),
         gate: a.gate.unwrap_or(if recipe_has_mtr {

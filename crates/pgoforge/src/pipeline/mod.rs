@@ -103,6 +103,7 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
         policy: crate::bench::report::Policy {
             allow_held_out_regression: req.allow_regression,
             min_effect: req.min_effect,
+            margin: req.margin,
         },
     })?;
     let mut outcome = Outcome {

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::held_out::is_held_out;
+use super::held_out::{is_held_out, HeldOut};
 use super::model::Cell;
 use super::policy::Policy;
 use super::rows::{CellComparison, Geomean};
@@ -23,17 +23,80 @@ pub struct Decision {
     pub versus: Vec<CellComparison>,
     /// The winner is not significantly faster than the runner-up in any cell.
     pub tied: bool,
+    /// Contenders that beat the baseline but were not shown within the margin on their held-out
+    /// workloads (non-inferiority), so are not packaged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held_back: Vec<String>,
+    /// Cells where the winner and the runner-up are equivalent within ±`margin` (TOST at 5 %).
+    #[serde(default)]
+    pub equivalent_cells: usize,
+    /// The margin of the equivalence and non-inferiority tests (a fraction).
+    #[serde(default = "crate::bench::stats::default_margin")]
+    pub margin: f64,
 }
 
 impl Decision {
     pub fn sentence(&self) -> String {
-        match (&self.winner, &self.runner_up) {
+        let m = crate::bench::stats::percent_number(self.margin);
+        let held_back = if self.held_back.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "{} beat the baseline but {} not shown within -{m}% on {} held-out workloads \
+                 (non-inferiority; see the held-out line), so {} not packaged",
+                self.held_back.join(", "),
+                if self.held_back.len() == 1 {
+                    "is"
+                } else {
+                    "are"
+                },
+                if self.held_back.len() == 1 {
+                    "its"
+                } else {
+                    "their"
+                },
+                if self.held_back.len() == 1 {
+                    "it is"
+                } else {
+                    "they are"
+                },
+            )
+        };
+        let main = match (&self.winner, &self.runner_up) {
+            (None, _) if !held_back.is_empty() => {
+                return format!("no contender can be packaged: {held_back}")
+            }
             (None, _) => "no contender measurably beat the baseline".into(),
-            (Some(w), None) => format!("{w} is the only contender that measurably beat the baseline"),
-            (Some(w), Some(r)) if self.tied => format!(
-                "{w} and {r} are tied (no cell where {w} is significantly faster than {r}); \
-                 {w} is chosen for its higher geometric mean of TPS ratios, not because it is proven faster"
-            ),
+            (Some(w), None) => {
+                format!("{w} is the only contender that measurably beat the baseline")
+            }
+            (Some(w), Some(r)) if self.tied => {
+                let (lo, hi) =
+                    self.versus
+                        .iter()
+                        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                            let (a, b) = v.comparison.shown_interval();
+                            (lo.min((a - 1.0) * 100.0), hi.max((b - 1.0) * 100.0))
+                        });
+                let allow = if lo.is_finite() && hi.is_finite() {
+                    format!("the data allow {lo:+.1}% to {hi:+.1}% there")
+                } else {
+                    "too few rounds to bound the difference".into()
+                };
+                let eq = match self.equivalent_cells {
+                    0 => format!("equivalence within ±{m}% (TOST) shown in none"),
+                    n if n == self.versus.len() => {
+                        format!("equivalent within ±{m}% in every cell (TOST, 5%)")
+                    }
+                    n => format!("equivalence within ±{m}% (TOST) shown in {n} of them"),
+                };
+                format!(
+                    "{w} is not significantly faster than the runner-up {r} in any of the {} cells \
+                     ({allow}; {eq}); {w} is chosen for its higher geometric mean of TPS ratios, \
+                     not because it is proven faster",
+                    self.versus.len()
+                )
+            }
             (Some(w), Some(r)) => {
                 let won = self
                     .versus
@@ -45,6 +108,11 @@ impl Decision {
                     self.versus.len()
                 )
             }
+        };
+        if held_back.is_empty() {
+            main
+        } else {
+            format!("{main}; {held_back}")
         }
     }
 }
@@ -99,8 +167,10 @@ pub(super) fn decide(
     cells: &[Cell],
     geomeans: &[Geomean],
     policy: Policy,
+    held: Option<&HeldOut>,
 ) -> Decision {
     let mut qualified: Vec<(f64, String)> = Vec::new();
+    let mut held_back = Vec::new();
     for c in plan.contenders.iter().skip(1) {
         if plan.reference_only.contains(&c.name) || plan.is_control(&c.name) {
             continue;
@@ -119,6 +189,12 @@ pub(super) fn decide(
                     .is_some_and(|k| k.verdict == Verdict::Slower)
         });
         if !faster || slower {
+            continue;
+        }
+        // Beating the baseline is not enough where the profile never trained: there it must be
+        // shown not slower than the margin, unless the user allows a regression.
+        if !policy.allow_held_out_regression && held.is_some_and(|h| !h.not_slower(&c.name)) {
+            held_back.push(c.name.clone());
             continue;
         }
         let g: Vec<f64> = geomeans
@@ -153,10 +229,18 @@ pub(super) fn decide(
         && !versus
             .iter()
             .any(|v| v.comparison.verdict == Verdict::Faster);
+    let margin = policy.margin();
+    let equivalent_cells = versus
+        .iter()
+        .filter(|v| v.comparison.equivalence(margin).is_some_and(|e| e.1))
+        .count();
     Decision {
         winner,
         runner_up,
         versus,
         tied,
+        held_back,
+        equivalent_cells,
+        margin,
     }
 }

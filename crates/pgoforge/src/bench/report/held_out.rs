@@ -1,15 +1,16 @@
-//! The held-out check: the workloads a contender's training never ran, and whether it is slower
-//! there.
+//! The held-out check: the workloads a contender's training never ran, and on each of them a
+//! non-inferiority test against the margin — "not slower than −3 %" only when the one-sided bound
+//! says so, never read off a missing verdict.
 
 use serde::{Deserialize, Serialize};
 
 use super::model::Cell;
 use super::policy::Policy;
 use crate::bench::plan::BenchPlan;
-use crate::bench::stats::Verdict;
+use crate::bench::stats::{MarginTest, NonInferiority};
 
-/// The held-out check: workloads the profiles never saw, and the cells significantly slower than
-/// the baseline on them.
+/// The held-out check: workloads the profiles never saw, each cell's non-inferiority test, and
+/// the cells significantly slower than the baseline.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HeldOut {
     pub workloads: Vec<String>,
@@ -17,23 +18,95 @@ pub struct HeldOut {
     pub regressions: Vec<String>,
     /// `--allow-regression`: such a contender may still be chosen and packaged.
     pub allowed: bool,
+    /// The non-inferiority margin (a fraction; `--margin`).
+    #[serde(default = "crate::bench::stats::default_margin")]
+    pub margin: f64,
+    /// Every held-out cell of a contender that could be chosen, with its test and sentence.
+    #[serde(default)]
+    pub cells: Vec<HeldOutCell>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HeldOutCell {
+    pub contender: String,
+    pub workload: String,
+    pub threads: u32,
+    pub test: MarginTest,
+    pub sentence: String,
 }
 
 impl HeldOut {
     pub fn sentence(&self) -> String {
         let w = self.workloads.join(", ");
-        if self.regressions.is_empty() {
-            return format!("held-out workloads ({w}): no regression");
+        let m = crate::bench::stats::percent_number(self.margin);
+        if !self.regressions.is_empty() {
+            return format!(
+                "held-out workloads ({w}): REGRESSION {}{}",
+                self.regressions.join("; "),
+                if self.allowed {
+                    " (allowed by --allow-regression)"
+                } else {
+                    "; a variant that regressed is not packaged (pass --allow-regression to allow it)"
+                }
+            );
         }
+        if self.cells.is_empty() {
+            return format!("held-out workloads ({w}): no variant was tested on them");
+        }
+        // Per contender: one line when every cell is shown not slower (its lowest bound), the
+        // cells one by one otherwise.
+        let mut cells: Vec<String> = Vec::new();
+        let mut names: Vec<&str> = self.cells.iter().map(|c| c.contender.as_str()).collect();
+        names.dedup();
+        for name in names {
+            let mine: Vec<&HeldOutCell> =
+                self.cells.iter().filter(|c| c.contender == name).collect();
+            let lowest = mine
+                .iter()
+                .filter_map(|c| match c.test.result {
+                    NonInferiority::NotSlower { bound } => Some(bound),
+                    _ => None,
+                })
+                .fold(f64::INFINITY, f64::min);
+            if mine.len() > 1 && mine.iter().all(|c| c.test.not_slower()) {
+                cells.push(format!(
+                    "{name}: not slower than -{m}% in all {} cells (lowest one-sided 95% bound {:+.1}%)",
+                    mine.len(),
+                    (lowest - 1.0) * 100.0
+                ));
+                continue;
+            }
+            cells.extend(mine.iter().map(|c| {
+                format!(
+                    "{} {} at {} threads: {}",
+                    c.contender, c.workload, c.threads, c.sentence
+                )
+            }));
+        }
+        let all = self.cells.iter().all(|c| c.test.not_slower());
         format!(
-            "held-out workloads ({w}): REGRESSION {}{}",
-            self.regressions.join("; "),
-            if self.allowed {
-                " (allowed by --allow-regression)"
+            "held-out workloads ({w}), non-inferiority at a -{m}% margin (one-sided, 5% per cell): {}{}",
+            cells.join("; "),
+            if all {
+                String::new()
+            } else if self.allowed {
+                " (a variant that cannot be shown not slower may still be chosen: --allow-regression)"
+                    .into()
             } else {
-                "; a variant that regressed is not packaged (pass --allow-regression to allow it)"
+                format!(
+                    "; a variant not shown to be within -{m}% there is not packaged (more rounds, \
+                     a wider --margin, or --allow-regression)"
+                )
             }
         )
+    }
+
+    /// Whether `contender` is shown not slower than the margin on every held-out cell it ran.
+    pub fn not_slower(&self, contender: &str) -> bool {
+        self.cells
+            .iter()
+            .filter(|c| c.contender == contender)
+            .all(|c| c.test.not_slower())
     }
 }
 
@@ -43,26 +116,39 @@ pub(super) fn held_out(plan: &BenchPlan, cells: &[Cell], policy: Policy) -> Opti
         return None;
     }
     let names: Vec<String> = held.iter().map(|w| w.to_string()).collect();
-    let regressions = cells
+    let margin = policy.margin();
+    let tested: Vec<HeldOutCell> = cells
         .iter()
         .filter(|c| is_held_out(plan, c))
+        .filter(|c| !plan.reference_only.contains(&c.contender))
         .filter_map(|c| {
             let k = c.tps_vs_baseline.as_ref()?;
-            (k.verdict == Verdict::Slower).then(|| {
-                format!(
-                    "{} {} at {} threads: {}",
-                    c.contender,
-                    c.workload,
-                    c.threads,
-                    k.sentence()
-                )
+            let test = k.non_inferiority(margin)?;
+            Some(HeldOutCell {
+                contender: c.contender.clone(),
+                workload: c.workload.clone(),
+                threads: c.threads,
+                sentence: test.sentence(k),
+                test,
             })
+        })
+        .collect();
+    let regressions = tested
+        .iter()
+        .filter(|c| c.test.result == NonInferiority::Slower)
+        .map(|c| {
+            format!(
+                "{} {} at {} threads: {}",
+                c.contender, c.workload, c.threads, c.sentence
+            )
         })
         .collect();
     Some(HeldOut {
         workloads: names,
         regressions,
         allowed: policy.allow_held_out_regression,
+        margin,
+        cells: tested,
     })
 }
 

@@ -186,8 +186,8 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
     if let Some(cal) = &noise_floor {
         noisier_than_the_floor(&mut cells, cal);
     }
-    let decision = decide(&plan, &cells, &geomeans, policy);
     let held_out = held_out(&plan, &cells, policy);
+    let decision = decide(&plan, &cells, &geomeans, policy, held_out.as_ref());
     let own_noise = own_noise(&plan, &cells, policy.min_effect);
     if let Some(n) = &own_noise {
         aa_differs(n, &mut cells);
@@ -419,10 +419,8 @@ mod tests {
                 ratio: geomean(&r),
             })
             .collect();
-        (
-            decide(p, &cells, &geomeans, policy),
-            held_out(p, &cells, policy),
-        )
+        let held = held_out(p, &cells, policy);
+        (decide(p, &cells, &geomeans, policy, held.as_ref()), held)
     }
 
     #[test]
@@ -496,9 +494,51 @@ mod tests {
             ],
             Policy::default(),
         );
+        // Not slower, shown by the non-inferiority test: its bound, never "no regression".
         assert_eq!(
             h.unwrap().sentence(),
-            "held-out workloads (tpcc): no regression"
+            "held-out workloads (tpcc), non-inferiority at a -3% margin (one-sided, 5% per cell): \
+             pgo tpcc at 4 threads: not slower than -3% (one-sided 95% bound +0.8%)"
+        );
+        // Not significantly slower, but too noisy to show it is within the margin: held back,
+        // and both lines say why; --allow-regression lets it win.
+        let noisy: Vec<f64> = W.iter().map(|w| w * 20.0).collect();
+        let cells = || {
+            vec![
+                cell("pgo", "oltp_read_only", 1.30, &W),
+                cell("pgo", "tpcc", 1.0, &noisy),
+            ]
+        };
+        let (d, h) = decided_with(&p, cells(), Policy::default());
+        let h = h.unwrap();
+        assert!(h.regressions.is_empty(), "{h:?}");
+        assert!(
+            h.sentence()
+                .contains("pgo tpcc at 4 threads: cannot exclude a loss of up to")
+                && h.sentence().contains("is not packaged"),
+            "{}",
+            h.sentence()
+        );
+        assert_eq!(d.winner, None);
+        assert_eq!(d.held_back, vec!["pgo".to_string()]);
+        assert!(
+            d.sentence()
+                .starts_with("no contender can be packaged: pgo beat the baseline"),
+            "{}",
+            d.sentence()
+        );
+        assert_eq!(
+            decided_with(&p, cells(), allow).0.winner.as_deref(),
+            Some("pgo")
+        );
+        // A wider margin, stated: then it is shown.
+        let wide = Policy {
+            margin: Some(0.4),
+            ..Policy::default()
+        };
+        assert_eq!(
+            decided_with(&p, cells(), wide).0.winner.as_deref(),
+            Some("pgo")
         );
         p.trained_on.clear();
         assert!(decided_with(&p, cells(), Policy::default()).1.is_none());
@@ -717,8 +757,17 @@ mod tests {
                 cell("pgo+bolt", "a", 1.201, &W.map(|w| -w)),
             ],
         );
+        // Not "tied": what the data allow, and equivalence only from its test (TOST).
         assert!(d.tied, "{d:?}");
-        assert!(d.sentence().contains("tied"), "{}", d.sentence());
+        assert_eq!(d.equivalent_cells, 1);
+        assert!(
+            d.sentence().starts_with(
+                "pgo is not significantly faster than the runner-up pgo+bolt in any of the 1 cells \
+                 (the data allow"
+            ) && d.sentence().contains("equivalent within ±3% in every cell (TOST, 5%)"),
+            "{}",
+            d.sentence()
+        );
         // A reference binary (--binary) is compared but never chosen.
         let p2 = plan(&["baseline", "pgo", "debian"], &["debian"]);
         let d = decided(

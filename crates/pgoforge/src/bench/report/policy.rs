@@ -17,9 +17,18 @@ pub struct Policy {
     /// significant change below it is reported as below the minimum, never as a finding.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_effect: Option<f64>,
+    /// The non-inferiority margin on held-out workloads (`--margin`, a fraction; absent: 3 %):
+    /// a variant is packaged only when shown not slower than −margin there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub margin: Option<f64>,
 }
 
 impl Policy {
+    /// The non-inferiority margin in force.
+    pub fn margin(&self) -> f64 {
+        self.margin.unwrap_or(crate::bench::stats::DEFAULT_MARGIN)
+    }
+
     pub fn path(dir: &Path) -> std::path::PathBuf {
         dir.join("policy.json")
     }

@@ -13,12 +13,14 @@
 
 mod describe;
 mod dist;
+mod margin;
 mod paired;
 pub mod position;
 mod power;
 
 pub use describe::{describe, geomean, mean, median, stddev, Describe};
 pub use dist::{t975, t_cdf, t_quantile};
+pub use margin::{default_margin, MarginTest, NonInferiority, DEFAULT_MARGIN};
 pub use paired::{holm, min_sign_flip_p, pair_by_round, paired_log_ratios, sign_flip_p, SignFlip};
 pub use power::{
     detectable, min_detectable_ratio, power, rounds_needed, rounds_to_detect, sd_interval,

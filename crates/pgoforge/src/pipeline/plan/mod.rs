@@ -71,6 +71,10 @@ pub struct RunRequest {
     /// as `allow_regression`.
     #[serde(skip)]
     pub min_effect: Option<f64>,
+    /// The non-inferiority margin on held-out workloads (`--margin`, a fraction; `None`: 3 %):
+    /// decision policy, as `allow_regression`.
+    #[serde(skip)]
+    pub margin: Option<f64>,
     /// Serve the baseline's binary again as an A/A control in the benchmark (`baseline-again`):
     /// the run then states its own noise and the smallest change it could detect.
     pub aa: bool,
@@ -519,6 +523,7 @@ mod tests {
             guard: crate::bench::load::Guard::allow_busy(),
             allow_regression: false,
             min_effect: None,
+            margin: None,
             aa: false,
             auto_rounds: false,
             gate: GateMode::Quick,
