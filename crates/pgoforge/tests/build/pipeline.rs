@@ -82,6 +82,7 @@ fn request(
         guard: pgoforge::bench::load::Guard::allow_busy(),
         allow_regression: false,
         min_effect: None,
+        margin: None,
         aa: false,
         auto_rounds: false,
         gate: pgoforge::gate::GateMode::Quick,
