@@ -59,10 +59,15 @@ pub struct BenchArgs {
     /// The seed of the round orders, to replay a benchmark's design [a fresh one].
     #[arg(long)]
     seed: Option<u64>,
-    /// Serve the baseline again as an A/A control (`baseline-again`, interleaved like every
-    /// contender, never a claim): the report states this benchmark's own noise and the smallest
-    /// change it could detect.
-    #[arg(long)]
+    /// Leave out the A/A control. By default the baseline is served again (`baseline-again`,
+    /// interleaved like every contender, never a claim) and the report states this benchmark's
+    /// own noise and the smallest change it could detect; it costs one contender's share of the
+    /// time. (Not with --measure cachegrind, whose counts have no such noise, nor with
+    /// --sweep-buffer-pool-mb, which would need one control per size.)
+    #[arg(long = "no-aa")]
+    no_aa: bool,
+    /// The A/A control, asked for explicitly (the default): refused with what cannot have one.
+    #[arg(long, hide = true)]
     aa: bool,
     /// Print the report as JSON (progress events go to stderr as JSON lines).
     #[arg(long)]
@@ -83,10 +88,24 @@ pub fn main(a: BenchArgs) -> Result<i32> {
     }
     let mut contenders = vec![a.baseline.clone()];
     contenders.extend(a.binaries.iter().cloned());
-    if a.aa && a.measure == Measure::Time {
+    // The default A/A control, left out (and said) where it cannot be; asked for explicitly there,
+    // refused.
+    let control =
+        !a.no_aa && a.measure == Measure::Time && (a.aa || a.sweep_buffer_pool_mb.is_empty());
+    if !a.no_aa && !control && !a.aa {
+        eprintln!(
+            "note: no A/A control in this benchmark ({}): the report cannot state its own noise",
+            if a.measure != Measure::Time {
+                "--measure cachegrind counts instructions, which do not scatter like time"
+            } else {
+                "--sweep-buffer-pool-mb would need one control per size"
+            }
+        );
+    }
+    if control {
         if contenders.iter().any(|c| c.name == plan::AA_CONTROL) {
             super::usage_error(format!(
-                "--aa adds a contender named {}; name yours otherwise",
+                "the A/A control runs as {}; name yours otherwise (or leave the control out with --no-aa)",
                 plan::AA_CONTROL
             ));
         }
@@ -147,7 +166,7 @@ pub fn main(a: BenchArgs) -> Result<i32> {
         reference_only: Vec::new(),
         trained_on: Vec::new(),
         training: Vec::new(),
-        aa_control: (a.aa && a.measure == Measure::Time).then(|| plan::AA_CONTROL.into()),
+        aa_control: control.then(|| plan::AA_CONTROL.into()),
     };
     plan.sweep_buffer_pool(&a.sweep_buffer_pool_mb);
     if !a.spec.rounds_given() {

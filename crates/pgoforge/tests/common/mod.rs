@@ -133,6 +133,8 @@ pub fn tiny_bench(work: &Path, run: &Path, workloads: &str) -> Vec<String> {
         "--tables=1".into(),
         "--table-size=100".into(),
         "--buffer-pool-mb=64".into(),
+        // The A/A control is the default; these tests are about other things.
+        "--no-aa".into(),
         format!("--work-dir={}", work.display()),
         format!("--run={}", run.display()),
     ]

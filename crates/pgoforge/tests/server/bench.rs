@@ -655,16 +655,16 @@ fn tpcc_is_benchmarked_beside_the_oltp_tests_on_one_template() {
     assert!(rep.cells.iter().any(|c| c.workload == "tpcc"));
 }
 
-/// `bench --aa`: the baseline served again as a control, interleaved like every contender; the
-/// report states the benchmark's own noise from it and never counts it as a claim.
+/// `bench` serves the baseline again as a control by default, interleaved like every contender;
+/// the report states the benchmark's own noise from it and never counts it as a claim.
 #[test]
 fn an_a_a_control_measures_the_benchmarks_own_noise() {
     let t = tempfile::tempdir().unwrap();
     let w = t.path().to_str().unwrap();
     let run = t.path().join("r");
     let mut a = tiny_cli_bench(w, &run);
-    a.retain(|x| x != "--rounds=1");
-    a.extend(["--rounds=3".into(), "--aa".into(), "--allow-busy".into()]);
+    a.retain(|x| x != "--rounds=1" && x != "--no-aa");
+    a.extend(["--rounds=3".into(), "--allow-busy".into()]);
     let r = common::pgoforge(&a.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(r.code, 0, "{}", r.stderr);
     let names: std::collections::BTreeSet<String> = common::records(&run)
@@ -688,10 +688,8 @@ fn an_a_a_control_measures_the_benchmarks_own_noise() {
     );
     assert_eq!(rep["own_noise"]["cells"][0]["rounds"], 3);
     let mut bad = tiny_cli_bench(w, &t.path().join("r2"));
-    bad.extend([
-        "--aa".into(),
-        "--binary=baseline-again=/usr/sbin/mariadbd".into(),
-    ]);
+    bad.retain(|x| x != "--no-aa");
+    bad.push("--binary=baseline-again=/usr/sbin/mariadbd".into());
     let r = common::pgoforge(&bad.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("name yours otherwise"), "{}", r.stderr);

@@ -259,9 +259,12 @@ fn host(r: &Report) -> Vec<Block> {
 }
 
 fn own_noise(r: &Report) -> Vec<Block> {
+    let pooled = r.pooled_noise.iter().map(|n| n.sentence());
     r.own_noise
         .iter()
-        .map(|n| Block::Paragraph(n.sentence()))
+        .map(|n| n.sentence())
+        .chain(pooled)
+        .map(Block::Paragraph)
         .collect()
 }
 

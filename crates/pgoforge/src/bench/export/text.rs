@@ -58,6 +58,9 @@ pub fn text(r: &Report) -> String {
     if let Some(n) = &r.own_noise {
         let _ = writeln!(o, "{}", n.sentence());
     }
+    if let Some(n) = &r.pooled_noise {
+        let _ = writeln!(o, "{}", n.sentence());
+    }
     if let Some(p) = &r.position_effect {
         let _ = writeln!(o, "{}", p.sentence());
     }

@@ -36,10 +36,15 @@ pub struct NoiseCell {
     /// The smallest true change reported with 80 % power under the run's rule (the exact test,
     /// Holm over `comparisons`, the minimum change) at these rounds (a ratio; infinite when the
     /// rounds cannot reach the level at all).
+    #[serde(with = "crate::bench::stats::unbounded")]
     pub detectable_ratio: f64,
     /// The same at the ends of the scatter's 95 % interval (it is estimated from `rounds` − 1
     /// degrees of freedom): what the run could detect is known only this well.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "unbounded_option"
+    )]
     pub detectable_interval: Option<(f64, f64)>,
     /// The control against the baseline: significant here means the run is not A/A-clean.
     pub aa: Comparison,
@@ -313,5 +318,22 @@ pub(super) fn noisier_than_the_floor(
                 cal.binary.display()
             ));
         }
+    }
+}
+
+/// [`crate::bench::stats::unbounded::pair`] for an optional interval.
+mod unbounded_option {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<(f64, f64)>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(p) => crate::bench::stats::unbounded::pair::serialize(p, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<(f64, f64)>, D::Error> {
+        let p = <Option<(Option<f64>, Option<f64>)>>::deserialize(d)?;
+        Ok(p.map(|(a, b)| (a.unwrap_or(f64::INFINITY), b.unwrap_or(f64::INFINITY))))
     }
 }

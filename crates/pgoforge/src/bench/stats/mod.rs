@@ -17,6 +17,7 @@ mod margin;
 mod paired;
 pub mod position;
 mod power;
+pub mod unbounded;
 
 pub use describe::{describe, geomean, mean, median, stddev, Describe};
 pub use dist::{t975, t_cdf, t_quantile};
