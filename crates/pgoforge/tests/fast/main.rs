@@ -3,6 +3,7 @@
 
 mod architecture;
 mod defaults;
+mod claims;
 mod formats;
 mod power;
 mod reports;

@@ -1,0 +1,126 @@
+//! What the committed READMEs and docs claim must be what their data carry: a sentence that says
+//! two things are alike ("tied", "as fast", "no regression", "nothing measurable", "no
+//! difference", "within what it allows", "measured no better") must give the interval that
+//! allows it, or name the equivalence margin and its test. Non-significance alone is no such
+//! claim (issue 54: "no regression" where the data allowed −54.9 %).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+
+const VERDICT: &str = r"(?i)\b(tied|as fast|no regression|nothing measurable|no difference|within what it allows|measured no better)\b";
+
+fn docs() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut out = vec![root.join("README.md")];
+    let mut stack = vec![root.join("docs")];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            if p.is_dir() {
+                stack.push(p);
+            } else if name.ends_with(".md") && !name.starts_with("report") {
+                // Reports are rendered from their results and checked byte for byte elsewhere.
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Sentences of a Markdown file: paragraphs (lines joined up to a blank line, a heading, a list
+/// item or a table row), split after a full stop.
+fn sentences(text: &str) -> Vec<String> {
+    let mut paras: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        let t = line.trim();
+        let starts = t.is_empty()
+            || t.starts_with('#')
+            || t.starts_with('|')
+            || t.starts_with("- ")
+            || t.starts_with("* ")
+            || Regex::new(r"^\d+\. ").unwrap().is_match(t);
+        if starts && !cur.is_empty() {
+            paras.push(std::mem::take(&mut cur));
+        }
+        if !t.is_empty() {
+            cur.push(' ');
+            cur.push_str(t);
+        }
+    }
+    paras.push(cur);
+    let split = Regex::new(r"[.;:!?]\s+(?:\(?[A-Z*`_])").unwrap();
+    let mut out = Vec::new();
+    for p in paras {
+        let mut last = 0;
+        for m in split.find_iter(&p) {
+            out.push(p[last..m.start() + 1].trim().to_string());
+            last = m.start() + 1;
+        }
+        out.push(p[last..].trim().to_string());
+    }
+    out
+}
+
+/// An interval (−1.2 % to +3.4 %, [−1.2, +3.4], −26.6 … +42.9 %, ±1.8 %) or a margin named with
+/// its test.
+fn carries_its_evidence(s: &str) -> bool {
+    let n = r"[+−-]?\d+(?:\.\d+)?\s*%?";
+    let interval = Regex::new(&format!(
+        r"{n}\s*(?:to|…|\.\.\.|–)\s*{n}|\[\s*{n}\s*,\s*{n}\s*\]|±\s*\d"
+    ))
+    .unwrap();
+    let margin = s.contains("margin")
+        && (s.contains("TOST") || s.contains("non-inferiority") || s.contains("equivalen"));
+    interval.is_match(s) || margin
+}
+
+#[test]
+fn committed_docs_claim_no_equivalence_without_its_interval_or_test() {
+    let verdict = Regex::new(VERDICT).unwrap();
+    let mut bad = Vec::new();
+    let files = docs();
+    assert!(files.len() > 20, "{files:?}");
+    for f in &files {
+        for s in sentences(&fs::read_to_string(f).unwrap()) {
+            if verdict.is_match(&s) && !carries_its_evidence(&s) {
+                bad.push(format!("{}: {s}", f.display()));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} sentence(s) claim more than they show (give the interval the data allow, or the \
+         margin and its test):\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
+
+/// The check itself can fail, and passes what it should.
+#[test]
+fn the_claim_check_tells_a_claim_from_its_evidence() {
+    let verdict = Regex::new(VERDICT).unwrap();
+    let flagged = |s: &str| verdict.is_match(s) && !carries_its_evidence(s);
+    assert!(flagged("BOLT and PGO are tied."));
+    assert!(flagged("held-out workloads: no regression"));
+    assert!(flagged("-march=native gives nothing measurable over PGO+LTO"));
+    assert!(!flagged("no significant difference; the data allow -14.0% to +22.0%"));
+    assert!(!flagged("nothing measurable: the data allow −26.6 … +42.9 % on tpcc"));
+    assert!(!flagged("equivalent within ±3% (TOST at 5%): tied within the margin"));
+    assert!(!flagged("not slower than -3% (one-sided 95% bound +0.8%)"));
+    let s = sentences("First one is tied. Second [−1.2, +3.4] is\nfine.\n\n- a list item: no regression");
+    assert_eq!(s.len(), 3, "{s:?}");
+}
