@@ -2,8 +2,8 @@
 //! byte for byte, and the architecture's rules. `cargo test --workspace --lib --test fast`.
 
 mod architecture;
-mod defaults;
 mod claims;
+mod defaults;
 mod formats;
 mod power;
 mod reports;
