@@ -136,6 +136,21 @@ impl Calibration {
         }
     }
 
+    /// What a planned benchmark of `rounds` under `rule` can find on the `workloads` this floor
+    /// has: per floor, the smallest true change reported with 80 % power (a ratio).
+    pub fn planned_detectable(
+        &self,
+        workloads: &[String],
+        rounds: usize,
+        rule: Rule,
+    ) -> Vec<(&Floor, f64)> {
+        self.floors
+            .iter()
+            .filter(|f| workloads.contains(&f.workload))
+            .map(|f| (f, min_detectable_ratio(rule, f.sd_log_ratio, rounds)))
+            .collect()
+    }
+
     /// Whether this floor was measured on the host `fingerprint` names.
     pub fn measured_on(&self, fingerprint: &str) -> bool {
         self.host.as_deref() == Some(fingerprint)
@@ -221,5 +236,25 @@ mod tests {
         assert!(
             scatter_over_floor(&compare(&base[..3], &rough[..3], Better::Higher), &floor).is_none()
         );
+        // A plan's figure from the floor: only the planned workloads; more comparisons or fewer
+        // rounds detect less.
+        let cal = Calibration {
+            binary: "/x".into(),
+            measured_at: 0,
+            seconds: 10,
+            warmup_seconds: 3,
+            wall_seconds_per_run: 14.0,
+            floors: vec![floor],
+            host: None,
+        };
+        let at = |rounds: usize, m: usize| {
+            cal.planned_detectable(&["oltp_point_select".into()], rounds, Rule::new(m, None))[0].1
+        };
+        assert!(at(12, 1) > 1.02 && at(12, 1) < 1.03, "{}", at(12, 1));
+        assert!(at(12, 9) >= at(12, 1));
+        assert!(at(5, 9).is_infinite());
+        assert!(cal
+            .planned_detectable(&["tpcc".into()], 12, Rule::new(1, None))
+            .is_empty());
     }
 }

@@ -313,6 +313,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
             pgoforge::infra::time::human(plan.bench_estimate_seconds as f64)
         ),
     );
+    reporter.message("plan", &planned_power(&plan));
     pgoforge::infra::interrupt::install(Some(INTERRUPTED));
     let (out, rep) = pipeline::run(&plan, reporter.as_ref())?;
     if a.json {
@@ -321,6 +322,56 @@ pub fn main(a: RunArgs) -> Result<i32> {
         print_summary(&out, &rep, t0.elapsed().as_secs_f64());
     }
     Ok(out.status(&rep).code())
+}
+
+/// What the planned benchmark can find, from this host's noise floor when `calibrate` measured
+/// one in the work dir: per workload, the smallest true change reported with 80 % power under the
+/// reports' rule at the planned rounds and comparisons.
+fn planned_power(plan: &RunPlan) -> String {
+    use pgoforge::bench::{calibrate, environment::Host, stats};
+    let req = &plan.request;
+    let comparisons = (plan.contenders.len().saturating_sub(1) + req.outside.len())
+        * req.bench.workloads.len()
+        * req.bench.threads.len();
+    let floor = calibrate::read(&calibrate::path(&req.work_dir))
+        .ok()
+        .flatten()
+        .filter(|c| c.measured_on(&Host::probe().fingerprint));
+    let Some(cal) = floor else {
+        return "no noise floor measured on this host (`pgoforge calibrate`); the report will state \
+                what this run could detect from its own A/A control"
+            .into();
+    };
+    let rule = stats::Rule::new(comparisons, req.min_effect);
+    let rounds = req.bench.rounds as usize;
+    let workloads: Vec<String> = req.bench.workloads.iter().map(|w| w.to_string()).collect();
+    let cells: Vec<String> = cal
+        .planned_detectable(&workloads, rounds, rule)
+        .into_iter()
+        .map(|(f, d)| {
+            format!(
+                "{} ({:.1}% per round): {}",
+                f.workload,
+                f.sd_log_ratio * 100.0,
+                if d.is_finite() {
+                    format!("{:.1}%", (d - 1.0) * 100.0)
+                } else {
+                    "nothing".into()
+                }
+            )
+        })
+        .collect();
+    format!(
+        "with this host's noise floor, the planned {rounds} rounds over {comparisons} comparisons \
+         find a true change of this size or more 80% of the time (the reports' rule: exact test, \
+         Holm, the {}% minimum): {}",
+        stats::percent_number(rule.min_effect),
+        if cells.is_empty() {
+            "no workload of the floor is planned".into()
+        } else {
+            cells.join("; ")
+        }
+    )
 }
 
 fn print_summary(out: &Outcome, r: &report::Report, total: f64) {
