@@ -252,6 +252,7 @@ mod tests {
         };
         assert!(at(12, 1) > 1.02 && at(12, 1) < 1.03, "{}", at(12, 1));
         assert!(at(12, 9) >= at(12, 1));
+        assert!(at(8, 9) > at(8, 1), "{} {}", at(8, 9), at(8, 1));
         assert!(at(5, 9).is_infinite());
         assert!(cal
             .planned_detectable(&["tpcc".into()], 12, Rule::new(1, None))

@@ -65,15 +65,18 @@ fn table(n: usize, m: usize) -> Arc<Table> {
 }
 
 fn simulate(n: usize, m: usize) -> Table {
-    let mut rng = SbRng::new(0x0090_47e5, (n * 1000 + m) as u64);
-    let mut normal = move || {
-        // Box–Muller from two uniforms in (0, 1].
-        let u = |r: &mut SbRng| (r.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        let (a, b) = (1.0 - u(&mut rng), u(&mut rng));
-        (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
-    };
+    // One stream per (rounds, family), the first comparison drawn first: its scatter is the same
+    // whatever the number of comparisons, so more comparisons can only cost power, never gain
+    // it by the luck of other draws.
     (0..TRIALS)
-        .map(|_| {
+        .map(|trial| {
+            let mut rng = SbRng::new(0x0090_47e5, (n * 100_000 + trial) as u64);
+            let mut normal = move || {
+                // Box–Muller from two uniforms in (0, 1].
+                let u = |r: &mut SbRng| (r.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+                let (a, b) = (1.0 - u(&mut rng), u(&mut rng));
+                (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+            };
             let z: Vec<Vec<f64>> = (0..m).map(|_| (0..n).map(|_| normal()).collect()).collect();
             let zbar = z[0].iter().sum::<f64>() / n as f64;
             (critical_theta(&z), zbar)
@@ -271,7 +274,8 @@ mod tests {
         assert!((0.40..0.56).contains(&p16), "{p16}");
         assert!((0.40..0.58).contains(&p24), "{p24}");
         // More comparisons cost power; a large change is found nearly always.
-        assert!(power(Rule::new(2, None), 1.02, 0.033, 16) < p16);
+        assert!(power(Rule::new(2, None), 1.02, 0.033, 16) <= p16);
+        assert!(power(Rule::new(6, None), 1.03, 0.033, 16) < power(rule, 1.03, 0.033, 16));
         assert!(power(rule, 1.10, 0.033, 16) > 0.97);
         // No change is never reported as faster beyond the level.
         assert!(power(Rule::new(1, Some(0.0)), 1.0, 0.033, 16) < 0.05);
