@@ -297,7 +297,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
         }),
         mtr_tests: a.mtr_suite.clone(),
     };
-    let mut plan = RunPlan::resolve(request, &Env::probe())?;
+    let mut plan = pipeline::resolve(request, &Env::probe())?;
     plan.share_builds(a.build_hosts.hosts(a.bench.ssh_config.as_deref()));
     plan.source_release = source_release;
     if a.plan {

@@ -13,7 +13,6 @@ use super::run_cx::RunCx;
 use super::spread;
 use super::stages::*;
 use crate::builder::{BuildOutput, ProfileInput, Variant};
-use crate::gate::mtr::MtrGate;
 use crate::source::Source;
 
 /// The optimized builds and their BOLTed binaries, in the plan's contender order. A variant that
@@ -245,38 +244,4 @@ pub(super) fn outside_contenders(req: &RunRequest) -> Result<Vec<RunContender>> 
 
 pub(super) fn baseline_variant(plan: &RunPlan) -> Variant {
     plan.builds[0].variant
-}
-
-/// Takes the variants MTR found a regression in out of the benchmark (and so out of packaging),
-/// naming the test and showing its diff.
-pub(super) fn stop_regressed(
-    r: &mut RunCx,
-    contenders: &mut Vec<RunContender>,
-    g: &MtrGate,
-) -> Result<()> {
-    for name in g.stopped() {
-        let tests: Vec<String> = g
-            .regressions
-            .iter()
-            .filter(|r| r.variant == name)
-            .map(|r| {
-                let diff: Vec<&str> = r.detail.lines().take(20).collect();
-                format!("  {} ({}):\n    {}", r.test, r.outcome, diff.join("\n    "))
-            })
-            .collect();
-        let msg = format!(
-            "{name}: stopped by the gate, left out of the benchmark and never packaged: {} MTR tests pass on the baseline and not on {name}:\n{}",
-            tests.len(),
-            tests.join("\n")
-        );
-        r.warn(msg);
-        contenders.retain(|c| c.name != name);
-    }
-    if contenders.len() < 2 {
-        bail!(
-            "the gate stopped every variant; nothing left to compare with the baseline:\n{}",
-            r.warnings.join("\n")
-        );
-    }
-    Ok(())
 }

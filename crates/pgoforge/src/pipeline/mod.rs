@@ -18,6 +18,7 @@ mod spread;
 pub mod stage;
 pub mod stages;
 pub mod state;
+mod tail;
 
 use std::path::Path;
 
@@ -29,11 +30,12 @@ use crate::source::Source;
 pub use outcome::{gains, outcome_path, package_contender, winner, Outcome, RunContender};
 pub use plan::{Env, ProfileFrom, RunPlan, RunRequest};
 use run_cx::RunCx;
-use stage::{Ctx, StageId};
+use stage::Ctx;
 use stages::*;
 pub use state::Tracker;
+use tail::Tail;
 
-use contenders::{build_contenders, outside_contenders, stop_regressed};
+use contenders::{build_contenders, outside_contenders};
 use profiles::{given_profile, train_profiles, Profile, Profiles};
 
 /// Runs the whole pipeline; returns what it made and the benchmark's report.
@@ -74,54 +76,41 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
     };
     let mut contenders = build_contenders(&mut r, &src, &baseline, &profiles)?;
     contenders.extend(outside_contenders(req)?);
-    r.run(&GateStage::of_run(req, &contenders))?;
-    let mtr = match MtrStage::of_run(plan, &src, &baseline, &contenders) {
-        Some(stage) => Some(r.run(&stage)?),
-        None => None,
-    };
-    if let Some(g) = &mtr {
-        stop_regressed(&mut r, &mut contenders, g)?;
-    }
-    let seed = r.run(&SeedStage { given: req.seed })?;
     // Trained contenders make every benchmark workload outside the mix a held-out one.
     let trained = !profiles.is_empty() || contenders.iter().any(|c| c.bolt.is_some());
-    let bench = BenchStage::of_run(plan, &src, &contenders, seed, trained);
-    let run_dir = r.run(&bench)?;
-    if let Some(g) = &mtr {
-        // The report shows the gate beside the numbers it let through.
-        crate::infra::fs::write_json(&crate::gate::mtr::copy_in_run_dir(&run_dir), g)?;
-    }
-    if let Some(c) = &plan.source_release {
-        // And which release was measured, against what the distribution served then.
-        crate::infra::fs::write_json(&crate::source::release::copy_in_run_dir(&run_dir), c)?;
-    }
-    if plan.runs(&StageId::Cachegrind) {
-        r.run(&CachegrindStage::of_run(plan, &bench.plan, &run_dir))?;
-    }
-    let report = r.run(&ReportStage {
-        run_dir: run_dir.clone(),
-        policy: crate::bench::report::Policy {
-            allow_held_out_regression: req.allow_regression,
-            min_effect: req.min_effect,
-            margin: req.margin,
-        },
-    })?;
-    let mut outcome = Outcome {
-        recipe: req.recipe.name.clone(),
-        source: src,
-        contenders,
+    let mut tail = Tail {
+        src,
+        baseline,
         profile: profiles.into_first().and_then(|(_, s)| s),
-        run_dir,
-        winner: winner(&report),
-        package: None,
-        warnings: std::mem::take(&mut r.warnings),
-        timings: Vec::new(),
+        contenders,
+        trained,
+        mtr: None,
+        seed: None,
+        bench: None,
+        run_dir: None,
+        report: None,
+        outcome: None,
     };
-    outcome.save(&work)?;
-    package_winner(&mut r, &mut outcome, &report)?;
+    // The plan's tail, in the list's order: each step the plan lists, and no other.
+    for step in stages::AFTER_BUILDS {
+        if plan.runs(&step.id()) {
+            step.run(&mut r, &mut tail)?;
+        }
+    }
+    let (Some(mut outcome), Some(report)) = (tail.outcome, tail.report) else {
+        anyhow::bail!("the run ended without a report: the plan lists no report stage (a bug)");
+    };
     outcome.timings = r.t.timings.clone();
     outcome.save(&work)?;
     Ok((outcome, report))
+}
+
+/// The whole plan of a run of `req`: the source and the builds ([`RunPlan::resolve`]), then the
+/// stages after the builds that the request asks for ([`stages::after_builds`]).
+pub fn resolve(req: RunRequest, env: &Env) -> Result<RunPlan> {
+    let mut plan = RunPlan::resolve(req, env)?;
+    plan.stages.extend(stages::after_builds(&plan.request));
+    Ok(plan)
 }
 
 /// Builds not finished yet, for the disk-space check (one needing a profile not yet trained
@@ -141,24 +130,4 @@ fn unfinished_builds(plan: &RunPlan, src: &Source, given: Option<&Profile>, work
             !BuildStage::of_run(plan, src, b.variant, p, None).finished(work)
         })
         .count()
-}
-
-/// Packages the winner, when the run packages and something measurably won.
-fn package_winner(r: &mut RunCx, outcome: &mut Outcome, report: &Report) -> Result<()> {
-    if !r.plan.runs(&StageId::Package) {
-        return Ok(());
-    }
-    let Some(w) = outcome.winner.clone() else {
-        let msg = "no variant measurably beat the baseline; nothing packaged (`pgoforge package NAME` packages one anyway)";
-        r.cx.reporter.warning(msg);
-        outcome.warnings.push(msg.into());
-        return Ok(());
-    };
-    let pkg = r.run(&PackageStage {
-        outcome,
-        report: Some(report),
-        contender: &w,
-    })?;
-    outcome.package = Some(pkg);
-    Ok(())
 }

@@ -105,7 +105,7 @@ fn a_variant_that_fails_to_build_is_named_and_nothing_half_done_is_recorded() {
         tiny_bench(1),
         work.clone(),
     );
-    let plan = RunPlan::resolve(req, &Env::default()).unwrap();
+    let plan = pgoforge::pipeline::resolve(req, &Env::default()).unwrap();
     let events = Collect::default();
     let e = pipeline::run(&plan, &events).unwrap_err();
     let lines = events.lines();
@@ -202,7 +202,7 @@ fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_
         tiny_bench(8),
         work.clone(),
     );
-    let plan = RunPlan::resolve(req, &Env::default()).unwrap();
+    let plan = pgoforge::pipeline::resolve(req, &Env::default()).unwrap();
     let events = Collect::default();
     let (out, report) = pipeline::run(&plan, &events).unwrap_or_else(|e| panic!("{e:#}"));
     let text = pgoforge::bench::export::text::text(&report);
@@ -315,7 +315,7 @@ fn a_variant_failing_the_servers_own_tests_is_stopped_by_the_gate_with_the_tests
         binary: broken_server(t.path()),
         buffer_pool_mb: None,
     });
-    let plan = RunPlan::resolve(req, &Env::default()).unwrap();
+    let plan = pgoforge::pipeline::resolve(req, &Env::default()).unwrap();
     let events = Collect::default();
     let (out, report) = pipeline::run(&plan, &events).unwrap_or_else(|e| panic!("{e:#}"));
     let stages = started(&events);

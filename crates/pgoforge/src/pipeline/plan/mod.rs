@@ -1,7 +1,9 @@
 //! The resolved plan of a run: every argument checked and every decision taken — which builds,
 //! which contenders, which stages, how much disk — before anything touches the machine.
 //! [`RunPlan::resolve`] is pure: it reads the request and the environment found beforehand and
-//! returns the plan or the first reason the run cannot work.
+//! returns the plan up to the builds or the first reason the run cannot work;
+//! `pipeline::resolve` adds the stages after the builds (`stages::AFTER_BUILDS`, each deciding
+//! for itself from the request).
 
 use std::path::PathBuf;
 
@@ -241,7 +243,6 @@ impl RunPlan {
                 OrderScheme::Williams,
             );
         }
-        p.stages.extend(after_builds(&req));
         let Planned {
             mut builds,
             stages,
@@ -267,8 +268,8 @@ impl RunPlan {
         })
     }
 
-    /// Whether the plan lists stage `id`: the one place where what runs is decided (MTR by the
-    /// gate mode, cachegrind and the package by their flags); `pipeline::run` asks here.
+    /// Whether the plan lists stage `id` (the stages after the builds decided once, by their
+    /// `Step::planned`, when `pipeline::resolve` made the plan); `pipeline::run` asks here.
     pub fn runs(&self, id: &StageId) -> bool {
         self.stages.contains(id)
     }
@@ -455,24 +456,6 @@ fn check_outside(req: &RunRequest, contenders: &[PlannedContender]) -> Result<()
     Ok(())
 }
 
-/// The stages after the builds: the gates, the benchmark and what follows it, as the request
-/// asks for them.
-fn after_builds(req: &RunRequest) -> Vec<StageId> {
-    let mut stages = vec![StageId::Gate];
-    if req.gate != GateMode::Quick {
-        stages.push(StageId::Mtr);
-    }
-    stages.extend([StageId::Seed, StageId::Bench]);
-    if req.cachegrind {
-        stages.push(StageId::Cachegrind);
-    }
-    stages.push(StageId::Report);
-    if req.package {
-        stages.push(StageId::Package);
-    }
-    stages
-}
-
 /// Whether `v`'s contender is the unBOLTed binary of its bolt-ready build (`v+bolt` listed too).
 fn served_by_bolt_ready_build(req: &RunRequest, v: Variant) -> bool {
     !req.separate_bolt_builds
@@ -551,7 +534,7 @@ mod tests {
             p.builds.iter().map(|b| b.variant.to_string()).collect()
         };
         // One bolt-ready build serves pgo and pgo+bolt.
-        let p = RunPlan::resolve(request(&["pgo", "pgo+bolt"]), &with_bolt()).unwrap();
+        let p = crate::pipeline::resolve(request(&["pgo", "pgo+bolt"]), &with_bolt()).unwrap();
         assert_eq!(builds(&p), ["baseline", "pgo-gen", "pgo+bolt"]);
         assert_eq!(p.builds[2].profile, ProfileFrom::Trained);
         assert_eq!(names(&p), ["baseline", "pgo", "pgo+bolt"]);
@@ -577,7 +560,7 @@ mod tests {
             ]
         );
         // The same when only the +bolt variant is asked for (the default set).
-        let p = RunPlan::resolve(request(&["pgo+lto+bolt"]), &with_bolt()).unwrap();
+        let p = crate::pipeline::resolve(request(&["pgo+lto+bolt"]), &with_bolt()).unwrap();
         assert_eq!(builds(&p), ["baseline", "pgo-gen", "pgo+lto+bolt"]);
         assert_eq!(names(&p), ["baseline", "pgo+lto", "pgo+lto+bolt"]);
         assert_eq!(p.request.bench.rounds, BenchSpec::quick().rounds);
@@ -587,7 +570,7 @@ mod tests {
         let auto_rounds = |variants: &[&str]| {
             let mut r = request(variants);
             r.auto_rounds = true;
-            RunPlan::resolve(r, &with_bolt())
+            crate::pipeline::resolve(r, &with_bolt())
                 .unwrap()
                 .request
                 .bench
@@ -600,7 +583,7 @@ mod tests {
         // Separate builds: the plain one, and the bolt-ready one compared unBOLTed too.
         let mut r = request(&["pgo+lto", "pgo+lto+bolt"]);
         r.separate_bolt_builds = true;
-        let p = RunPlan::resolve(r, &with_bolt()).unwrap();
+        let p = crate::pipeline::resolve(r, &with_bolt()).unwrap();
         assert_eq!(
             builds(&p),
             ["baseline", "pgo-gen", "pgo+lto", "pgo+lto+bolt"]
@@ -613,7 +596,7 @@ mod tests {
         // the cs-pgo build; one of each serves the plain and the +bolt contender.
         let mut r = request(&["pgo+lto", "cs-pgo+lto+bolt", "cs-pgo+lto"]);
         r.compiler.family = FlagFamily::Clang;
-        let p = RunPlan::resolve(r, &with_bolt()).unwrap();
+        let p = crate::pipeline::resolve(r, &with_bolt()).unwrap();
         assert_eq!(
             builds(&p),
             [
@@ -636,7 +619,7 @@ mod tests {
             .stages
             .contains(&StageId::Train(Some("cs-pgo-gen+lto".into()))));
         // No profile needed: no pgo-gen, no training.
-        let p = RunPlan::resolve(request(&["lto"]), &Env::default()).unwrap();
+        let p = crate::pipeline::resolve(request(&["lto"]), &Env::default()).unwrap();
         assert_eq!(p.builds.len(), 2);
         assert!(!p.stages.contains(&StageId::Train(None)));
     }
@@ -651,7 +634,8 @@ mod tests {
         };
         let stages =
             |p: &RunPlan| -> Vec<String> { p.stages.iter().map(ToString::to_string).collect() };
-        let p = RunPlan::resolve(request(&["pgo+lto", "pgo+lto+native"]), &with_bolt()).unwrap();
+        let p = crate::pipeline::resolve(request(&["pgo+lto", "pgo+lto+native"]), &with_bolt())
+            .unwrap();
         assert_eq!(
             builds(&p),
             [
@@ -669,7 +653,8 @@ mod tests {
         assert!(at("train") < at("build pgo-gen+native"));
         assert!(at("train pgo-gen+native") < at("build pgo+lto+native"));
         // Only native variants need a profile: no generic pgo-gen at all.
-        let p = RunPlan::resolve(request(&["pgo+lto+native", "lto"]), &with_bolt()).unwrap();
+        let p =
+            crate::pipeline::resolve(request(&["pgo+lto+native", "lto"]), &with_bolt()).unwrap();
         assert_eq!(
             builds(&p).iter().map(|b| b.0.as_str()).collect::<Vec<_>>(),
             ["baseline", "pgo-gen+native", "pgo+lto+native", "lto"]
@@ -677,11 +662,11 @@ mod tests {
         assert!(!stages(&p).contains(&"train".to_string()));
         // A baseline with -O3 -march=native needs no profile, and a given profile serves every
         // variant as the user asked (no instrumented build).
-        let p = RunPlan::resolve(request(&["baseline+native"]), &with_bolt()).unwrap();
+        let p = crate::pipeline::resolve(request(&["baseline+native"]), &with_bolt()).unwrap();
         assert_eq!(p.builds.len(), 2);
         let mut r = request(&["pgo+lto", "pgo+lto+native"]);
         r.profile = Some("/bin".into());
-        let p = RunPlan::resolve(r, &with_bolt()).unwrap();
+        let p = crate::pipeline::resolve(r, &with_bolt()).unwrap();
         assert_eq!(
             builds(&p)[1..],
             [
@@ -690,7 +675,7 @@ mod tests {
             ]
         );
         // The plan's JSON names where the native variant's profile comes from.
-        let p = RunPlan::resolve(request(&["pgo+lto+native"]), &with_bolt()).unwrap();
+        let p = crate::pipeline::resolve(request(&["pgo+lto+native"]), &with_bolt()).unwrap();
         let j = serde_json::to_value(&p.builds).unwrap();
         assert_eq!(j[2]["profile"], "native");
     }
@@ -702,7 +687,7 @@ mod tests {
         for n in ["tpcc", "oltp+tpcc"] {
             r.mixes.push(NamedMix::parse(n, &oltp).unwrap());
         }
-        let p = RunPlan::resolve(r, &with_bolt()).unwrap();
+        let p = crate::pipeline::resolve(r, &with_bolt()).unwrap();
         let builds: Vec<String> = p
             .builds
             .iter()
@@ -747,7 +732,7 @@ mod tests {
             if given {
                 r.profile = Some("/bin".into());
             }
-            RunPlan::resolve(r, &with_bolt())
+            crate::pipeline::resolve(r, &with_bolt())
                 .unwrap_err()
                 .downcast::<PlanError>()
                 .unwrap()
@@ -764,7 +749,7 @@ mod tests {
         let mut r = request(&["pgo"]);
         r.mixes.push(r.mixes[0].clone());
         assert_eq!(
-            RunPlan::resolve(r, &with_bolt())
+            crate::pipeline::resolve(r, &with_bolt())
                 .unwrap_err()
                 .downcast::<PlanError>()
                 .unwrap(),
@@ -775,7 +760,7 @@ mod tests {
     #[test]
     fn bad_requests_fail_before_any_side_effect() {
         let e = |r: RunRequest, env: &Env| {
-            RunPlan::resolve(r, env)
+            crate::pipeline::resolve(r, env)
                 .unwrap_err()
                 .downcast::<PlanError>()
                 .expect("a plan error")
@@ -813,7 +798,7 @@ mod tests {
             e(outside("debian", "/nonexistent/mariadbd"), &with_bolt()),
             PlanError::NoSuchBinary { .. }
         ));
-        assert!(RunPlan::resolve(outside("debian", "/bin/true"), &with_bolt()).is_ok());
+        assert!(crate::pipeline::resolve(outside("debian", "/bin/true"), &with_bolt()).is_ok());
         let nb = e(request(&["pgo+bolt"]), &Env::default());
         assert!(matches!(nb, PlanError::NoBolt { .. }));
         assert!(nb.to_string().contains("apt-get install bolt-22"), "{nb}");
@@ -833,7 +818,7 @@ mod tests {
         assert_eq!(e(r, &with_bolt()), PlanError::EmptyMtrSuite);
         let mut r = request(&["pgo"]);
         r.gate = GateMode::Mtr;
-        assert!(RunPlan::resolve(r, &with_bolt())
+        assert!(crate::pipeline::resolve(r, &with_bolt())
             .unwrap()
             .stages
             .contains(&StageId::Mtr));
@@ -847,7 +832,7 @@ mod tests {
             PlanError::NoProfile("/nonexistent/gcda".into())
         );
         assert_eq!(
-            RunPlan::resolve(request(&["pgo"]), &Env::default())
+            crate::pipeline::resolve(request(&["pgo"]), &Env::default())
                 .unwrap()
                 .cachegrind_server()
                 .buffer_pool_mb,

@@ -13,9 +13,11 @@ use crate::bench::report;
 use crate::bench::run as bench_run;
 use crate::events::{log_to, tick_to};
 use crate::pipeline::outcome::{identities, RunContender};
-use crate::pipeline::plan::RunPlan;
+use crate::pipeline::plan::{RunPlan, RunRequest};
+use crate::pipeline::run_cx::RunCx;
 use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::pipeline::state::inputs_hash;
+use crate::pipeline::tail::{needs, Step, Tail};
 use crate::source::Source;
 
 pub struct BenchStage {
@@ -144,4 +146,34 @@ fn training(plan: &RunPlan, contenders: &[RunContender]) -> Vec<crate::bench::pl
             }
         })
         .collect()
+}
+
+/// In a run: the benchmark of the contenders the gates let through; its run directory then holds
+/// the MTR gate's record and the release check beside the numbers they let through.
+pub struct BenchStep;
+
+impl Step for BenchStep {
+    fn id(&self) -> StageId {
+        StageId::Bench
+    }
+
+    fn planned(&self, _: &RunRequest) -> bool {
+        true
+    }
+
+    fn run(&self, r: &mut RunCx, t: &mut Tail) -> Result<()> {
+        let plan = r.plan;
+        let seed = *needs(&t.seed, "bench", "seed")?;
+        let bench = BenchStage::of_run(plan, &t.src, &t.contenders, seed, t.trained);
+        let run_dir = r.run(&bench)?;
+        if let Some(g) = &t.mtr {
+            crate::infra::fs::write_json(&crate::gate::mtr::copy_in_run_dir(&run_dir), g)?;
+        }
+        if let Some(c) = &plan.source_release {
+            crate::infra::fs::write_json(&crate::source::release::copy_in_run_dir(&run_dir), c)?;
+        }
+        t.bench = Some(bench.plan);
+        t.run_dir = Some(run_dir);
+        Ok(())
+    }
 }

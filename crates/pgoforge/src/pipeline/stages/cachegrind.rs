@@ -8,9 +8,11 @@ use anyhow::Result;
 use crate::bench::cachegrind::{self, CgPlan};
 use crate::bench::plan::BenchPlan;
 use crate::events::{log_to, tick_to};
-use crate::pipeline::plan::RunPlan;
+use crate::pipeline::plan::{RunPlan, RunRequest};
+use crate::pipeline::run_cx::RunCx;
 use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::pipeline::state::inputs_hash;
+use crate::pipeline::tail::{needs, Step, Tail};
 use std::path::Path;
 
 pub struct CachegrindStage {
@@ -73,5 +75,26 @@ impl CachegrindStage {
             label: bench.label.clone(),
             run_dir: run_dir.to_path_buf(),
         }
+    }
+}
+
+/// In a run with `--cachegrind`: the contenders' instruction counts beside the timed benchmark.
+pub struct CachegrindStep;
+
+impl Step for CachegrindStep {
+    fn id(&self) -> StageId {
+        StageId::Cachegrind
+    }
+
+    fn planned(&self, req: &RunRequest) -> bool {
+        req.cachegrind
+    }
+
+    fn run(&self, r: &mut RunCx, t: &mut Tail) -> Result<()> {
+        let plan = r.plan;
+        let bench = needs(&t.bench, "cachegrind", "bench")?;
+        let run_dir = needs(&t.run_dir, "cachegrind", "bench")?;
+        r.run(&CachegrindStage::of_run(plan, bench, run_dir))?;
+        Ok(())
     }
 }

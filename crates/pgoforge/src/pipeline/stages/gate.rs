@@ -8,8 +8,10 @@ use anyhow::Result;
 use crate::gate::{self, Checksums, GateWorkload};
 use crate::pipeline::outcome::{candidates, identities, RunContender};
 use crate::pipeline::plan::RunRequest;
+use crate::pipeline::run_cx::RunCx;
 use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::pipeline::state::inputs_hash;
+use crate::pipeline::tail::{Step, Tail};
 use crate::server::{ServerConfig, ServerSpec};
 
 pub struct GateStage<'a> {
@@ -66,5 +68,24 @@ impl<'a> GateStage<'a> {
             server: &req.server,
             workload: GateWorkload::default(),
         }
+    }
+}
+
+/// In a run: every contender through the checksum gate, always.
+pub struct GateStep;
+
+impl Step for GateStep {
+    fn id(&self) -> StageId {
+        StageId::Gate
+    }
+
+    fn planned(&self, _: &RunRequest) -> bool {
+        true
+    }
+
+    fn run(&self, r: &mut RunCx, t: &mut Tail) -> Result<()> {
+        let plan = r.plan;
+        r.run(&GateStage::of_run(&plan.request, &t.contenders))?;
+        Ok(())
     }
 }

@@ -25,3 +25,28 @@ pub use report::ReportStage;
 pub use seed::SeedStage;
 pub use source::SourceStage;
 pub use train::TrainStage;
+
+use super::plan::RunRequest;
+use super::stage::StageId;
+use super::tail::Step;
+
+/// The stages after the builds, in the order a run runs them; each says itself when a run has it.
+/// A new stage after the builds is a file here and an entry in this list.
+pub(super) const AFTER_BUILDS: &[&dyn Step] = &[
+    &gate::GateStep,
+    &mtr::MtrStep,
+    &seed::SeedStep,
+    &bench::BenchStep,
+    &cachegrind::CachegrindStep,
+    &report::ReportStep,
+    &package::PackageStep,
+];
+
+/// The stages after the builds a run of `req` has, in order: the plan's tail.
+pub fn after_builds(req: &RunRequest) -> Vec<StageId> {
+    AFTER_BUILDS
+        .iter()
+        .filter(|s| s.planned(req))
+        .map(|s| s.id())
+        .collect()
+}

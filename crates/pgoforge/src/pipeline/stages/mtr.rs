@@ -4,15 +4,17 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 use crate::builder::BuildOutput;
 use crate::gate::mtr::{self, MtrGate, MtrSpec, MtrTree, ScriptIn, TestOutcome};
 use crate::gate::GateMode;
 use crate::pipeline::outcome::{candidates, identities, RunContender};
-use crate::pipeline::plan::RunPlan;
+use crate::pipeline::plan::{RunPlan, RunRequest};
+use crate::pipeline::run_cx::RunCx;
 use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::pipeline::state::inputs_hash;
+use crate::pipeline::tail::{Step, Tail};
 use crate::source::Source;
 
 pub struct MtrStage<'a> {
@@ -121,7 +123,8 @@ impl Stage for MtrStage<'_> {
 }
 
 impl<'a> MtrStage<'a> {
-    /// The MTR step of the gate, when the plan lists it.
+    /// The MTR step of the gate over a run's contenders (`None`: the recipe has no MTR, which
+    /// the plan refuses with any gate but the quick one).
     pub fn of_run(
         plan: &'a RunPlan,
         src: &Source,
@@ -129,9 +132,6 @@ impl<'a> MtrStage<'a> {
         contenders: &[RunContender],
     ) -> Option<MtrStage<'a>> {
         let req = &plan.request;
-        if !plan.runs(&StageId::Mtr) {
-            return None;
-        }
         let spec = req.recipe.mtr.as_ref()?;
         let (tests, args) = spec.selection(req.gate, req.mtr_tests.as_deref());
         Some(MtrStage {
@@ -147,4 +147,59 @@ impl<'a> MtrStage<'a> {
             identities: identities(contenders),
         })
     }
+}
+
+/// In a run: MTR after the checksum gate, unless the gate is the quick one; a variant with a
+/// regression leaves the benchmark.
+pub struct MtrStep;
+
+impl Step for MtrStep {
+    fn id(&self) -> StageId {
+        StageId::Mtr
+    }
+
+    fn planned(&self, req: &RunRequest) -> bool {
+        req.gate != GateMode::Quick
+    }
+
+    fn run(&self, r: &mut RunCx, t: &mut Tail) -> Result<()> {
+        let plan = r.plan;
+        let Some(stage) = MtrStage::of_run(plan, &t.src, &t.baseline, &t.contenders) else {
+            return Ok(());
+        };
+        let g = r.run(&stage)?;
+        stop_regressed(r, &mut t.contenders, &g)?;
+        t.mtr = Some(g);
+        Ok(())
+    }
+}
+
+/// Takes the variants MTR found a regression in out of the benchmark (and so out of packaging),
+/// naming the test and showing its diff.
+fn stop_regressed(r: &mut RunCx, contenders: &mut Vec<RunContender>, g: &MtrGate) -> Result<()> {
+    for name in g.stopped() {
+        let tests: Vec<String> = g
+            .regressions
+            .iter()
+            .filter(|r| r.variant == name)
+            .map(|r| {
+                let diff: Vec<&str> = r.detail.lines().take(20).collect();
+                format!("  {} ({}):\n    {}", r.test, r.outcome, diff.join("\n    "))
+            })
+            .collect();
+        let msg = format!(
+            "{name}: stopped by the gate, left out of the benchmark and never packaged: {} MTR tests pass on the baseline and not on {name}:\n{}",
+            tests.len(),
+            tests.join("\n")
+        );
+        r.warn(msg);
+        contenders.retain(|c| c.name != name);
+    }
+    if contenders.len() < 2 {
+        bail!(
+            "the gate stopped every variant; nothing left to compare with the baseline:\n{}",
+            r.warnings.join("\n")
+        );
+    }
+    Ok(())
 }

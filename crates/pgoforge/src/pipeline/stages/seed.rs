@@ -5,8 +5,11 @@
 use anyhow::Result;
 
 use crate::bench::plan::fresh_seed;
+use crate::pipeline::plan::RunRequest;
+use crate::pipeline::run_cx::RunCx;
 use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::pipeline::state::inputs_hash;
+use crate::pipeline::tail::{Step, Tail};
 
 pub struct SeedStage {
     pub given: Option<u64>,
@@ -32,5 +35,24 @@ impl Stage for SeedStage {
         cx.reporter
             .message("seed", &format!("round orders from seed {seed}"));
         Ok(Made::New(seed))
+    }
+}
+
+/// In a run: the seed, kept in the run state so a rerun resumes the same benchmark.
+pub struct SeedStep;
+
+impl Step for SeedStep {
+    fn id(&self) -> StageId {
+        StageId::Seed
+    }
+
+    fn planned(&self, _: &RunRequest) -> bool {
+        true
+    }
+
+    fn run(&self, r: &mut RunCx, t: &mut Tail) -> Result<()> {
+        let given = r.plan.request.seed;
+        t.seed = Some(r.run(&SeedStage { given })?);
+        Ok(())
     }
 }
