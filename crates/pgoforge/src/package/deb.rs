@@ -448,8 +448,11 @@ pub fn build(req: &DebRequest) -> Result<Deb> {
     let path = req.out_dir.join(&name);
     let tmp = req.out_dir.join(format!(".{name}.tmp"));
     crate::infra::runner::run_tool(
+        // The package's date for the ar members and every file's time (dpkg-deb clamps to it),
+        // and one compressor thread: the same tarball gives the same .deb.
         Command::new("dpkg-deb")
-            .args(["--root-owner-group", "-Zxz", "--build"])
+            .env("SOURCE_DATE_EPOCH", m.source_date_epoch.to_string())
+            .args(["--root-owner-group", "-Zxz", "--threads-max=1", "--build"])
             .arg(&tree)
             .arg(&tmp),
         "dpkg-deb --build",
@@ -473,7 +476,7 @@ fn write_changelog(doc: &Path, m: &Manifest, version: &str, maintainer: &str) ->
         m.pgoforge_version,
         m.variant,
         m.source,
-        rfc2822(m.created)
+        rfc2822(m.source_date_epoch)
     );
     let gz = doc.join("changelog.Debian.gz");
     {

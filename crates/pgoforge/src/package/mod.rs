@@ -9,8 +9,7 @@
 //! archive is written under a temporary name and renamed when complete: a `.tar.zst` that exists is
 //! a finished one.
 
-use std::fs::{self, File};
-use std::io::{BufWriter, Write};
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -34,6 +33,7 @@ pub struct Gain {
 
 pub mod deb;
 pub mod deploy;
+pub mod reproducible;
 pub mod unpack;
 pub mod verify;
 
@@ -59,8 +59,13 @@ pub struct Manifest {
     pub bolt_flags: Vec<String>,
     pub gains: Vec<Gain>,
     pub pgoforge_version: String,
-    /// Seconds since the epoch.
-    pub created: u64,
+    /// The package's one date, seconds since the epoch: every file's time in the tarball and the
+    /// .deb and the changelog's date, taken from the source (`reproducible::source_date_epoch`),
+    /// so packing the same build again gives the same bytes. Packages made before 2026-12-04
+    /// stored the time of packing instead, as `created`; the time of packing is now written
+    /// beside the package (NAME.tar.zst.packing.json).
+    #[serde(default, alias = "created")]
+    pub source_date_epoch: u64,
     /// How the packaged binary was reduced (set by `package`).
     #[serde(default)]
     pub binary_note: String,
@@ -319,8 +324,16 @@ pub fn package(req: &PackageRequest) -> Result<Package> {
 
     let path = req.out_dir.join(format!("{}.tar.zst", m.name));
     let tmp = req.out_dir.join(format!(".{}.tar.zst.tmp", m.name));
-    write_tarball(&root, &m.name, &tmp)?;
+    reproducible::write_tar_zst(&root, &m.name, m.source_date_epoch, &tmp)?;
     fs::rename(&tmp, &path).with_context(|| format!("renaming to {}", path.display()))?;
+    // When and by what it was packed: beside the package, not in it.
+    crate::infra::fs::write_json(
+        &req.out_dir.join(format!("{}.tar.zst.packing.json", m.name)),
+        &serde_json::json!({
+            "packed_at": crate::infra::time::now_secs(),
+            "pgoforge_version": env!("CARGO_PKG_VERSION"),
+        }),
+    )?;
     let sha256 = sha256_file(&path)?;
     fs::write(
         req.out_dir.join(format!("{}.tar.zst.sha256", m.name)),
@@ -346,26 +359,6 @@ fn write_sha256sums(root: &Path) -> Result<Vec<PathBuf>> {
     }
     fs::write(root.join("SHA256SUMS"), sums)?;
     Ok(files)
-}
-
-/// The package directory as NAME/ in a tar.zst at `tmp`, with fixed owners, modes and times
-/// (tar's deterministic header mode), synced before it is renamed into place.
-fn write_tarball(root: &Path, name: &str, tmp: &Path) -> Result<()> {
-    let file = File::create(tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    let enc = zstd::Encoder::new(BufWriter::new(file), 12)?;
-    let mut tar = tar::Builder::new(enc);
-    tar.mode(tar::HeaderMode::Deterministic);
-    tar.follow_symlinks(false);
-    tar.append_dir_all(name, root)
-        .with_context(|| format!("archiving into {}", tmp.display()))?;
-    let enc = tar.into_inner()?;
-    let mut w = enc.finish()?;
-    w.flush()?;
-    w.into_inner()
-        .map_err(|e| e.into_error())?
-        .sync_all()
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -184,7 +184,9 @@ pub fn package_contender(
         bolt_flags: c.bolt.as_ref().map(|b| b.flags.clone()).unwrap_or_default(),
         gains: report.map(|r| gains(r, name)).unwrap_or_default(),
         pgoforge_version: env!("CARGO_PKG_VERSION").into(),
-        created: crate::infra::time::now_secs(),
+        source_date_epoch: crate::package::reproducible::source_date_epoch(Some(
+            &outcome.source.dir,
+        )),
         binary_note: String::new(),
         // What was fetched (a --source-version, or a recipe pinning another version since, may
         // differ from the recipe now); runs recorded before the source carried it say it in

@@ -36,7 +36,7 @@ fn manifest(name: &str) -> Manifest {
             verdict: "faster".into(),
         }],
         pgoforge_version: "0".into(),
-        created: 0,
+        source_date_epoch: 0,
         binary_note: String::new(),
         debian_source: None,
     }

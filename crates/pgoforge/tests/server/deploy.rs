@@ -109,6 +109,8 @@ pub(crate) fn tarball(binary: &Path, name: &str, fits: &str, out: &Path) -> Path
         source: format!("Debian source package mariadb {fits} (bookworm)"),
         compiler: "stand-in".into(),
         profiles: vec!["compiler:0123456789abcdef".into()],
+        // The source's date (its changelog's, for a Debian source): the package's one date.
+        source_date_epoch: 1_763_632_800,
         debian_source: Some(DebianSource {
             package: "mariadb".into(),
             version: fits.into(),
@@ -165,7 +167,7 @@ fn other_release_server(installed: &str, dir: &Path) -> (String, PathBuf) {
     (other, bin)
 }
 
-fn deb(tarball: &Path, out: &Path, extra: &[&str]) -> PathBuf {
+pub(crate) fn deb(tarball: &Path, out: &Path, extra: &[&str]) -> PathBuf {
     let mut args = vec![
         "package".to_string(),
         "deb".into(),

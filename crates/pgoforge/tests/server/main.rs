@@ -14,6 +14,7 @@ mod interop;
 mod mirror;
 mod release;
 mod replay;
+mod reproducible;
 mod server;
 mod tpcc;
 mod verify;
