@@ -55,17 +55,56 @@ impl MachineTicks {
 
 /// utime + stime of a process (all its threads), in clock ticks; `None` once it is gone.
 pub fn process_ticks(pid: u32) -> Option<u64> {
-    parse_process_ticks(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    process_times(pid).map(|(u, s)| u + s)
 }
 
+/// (utime, stime) of a process (all its threads, those that exited included), in clock ticks.
+pub fn process_times(pid: u32) -> Option<(u64, u64)> {
+    parse_process_times(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+#[cfg(test)]
 fn parse_process_ticks(stat: &str) -> Option<u64> {
+    parse_process_times(stat).map(|(u, s)| u + s)
+}
+
+fn parse_process_times(stat: &str) -> Option<(u64, u64)> {
     // The command name may hold spaces and parentheses: fields start after the last ')'.
     let rest = &stat[stat.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
     // rest[0] is field 3 (state); utime and stime are fields 14 and 15.
     let utime: u64 = f.get(11)?.parse().ok()?;
     let stime: u64 = f.get(12)?.parse().ok()?;
-    Some(utime + stime)
+    Some((utime, stime))
+}
+
+/// The context switches of a process's live threads, (voluntary, involuntary), summed over
+/// /proc/PID/task/*/status: voluntary when a thread waited (for the client, a lock, the disk),
+/// involuntary when it was preempted. A thread that exits takes its counts with it, so over an
+/// interval the figures are those of the threads that lived through it.
+pub fn process_switches(pid: u32) -> Option<(u64, u64)> {
+    let mut sum = (0, 0);
+    for e in fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
+        let Ok(text) = fs::read_to_string(e.path().join("status")) else {
+            continue; // exited between the listing and the read
+        };
+        let (v, n) = parse_switches(&text)?;
+        sum = (sum.0 + v, sum.1 + n);
+    }
+    Some(sum)
+}
+
+fn parse_switches(status: &str) -> Option<(u64, u64)> {
+    let field = |name: &str| -> Option<u64> {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    Some((
+        field("voluntary_ctxt_switches:")?,
+        field("nonvoluntary_ctxt_switches:")?,
+    ))
 }
 
 fn ticks_per_second() -> f64 {
@@ -89,6 +128,20 @@ pub struct Load {
     pub other_share: f64,
     /// Share of all the machine's CPU time stolen by the hypervisor (0..1).
     pub steal_share: f64,
+    /// `server_cpu_s` split: user-mode and kernel-mode seconds (absent from runs recorded before
+    /// 2026-12-04). A compiler shortens only the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_user_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_sys_s: Option<f64>,
+    /// The server threads' context switches over the run, (voluntary, involuntary) (absent
+    /// before 2026-12-04, or when /proc/PID/task could not be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_switches: Option<(u64, u64)>,
+    /// Seconds the run's interval lasted by this meter (absent before 2026-12-04): with the CPU
+    /// seconds, how busy each side's vCPU was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_s: Option<f64>,
 }
 
 impl Load {
@@ -100,18 +153,22 @@ impl Load {
 /// Readings at the start of a run.
 pub struct Meter {
     machine: MachineTicks,
-    server: u64,
+    server: (u64, u64),
+    switches: Option<(u64, u64)>,
     client: u64,
     server_pid: u32,
+    at: Instant,
 }
 
 impl Meter {
     pub fn start(server_pid: u32) -> Option<Meter> {
         Some(Meter {
             machine: MachineTicks::read()?,
-            server: process_ticks(server_pid)?,
+            server: process_times(server_pid)?,
+            switches: process_switches(server_pid),
             client: process_ticks(std::process::id())?,
             server_pid,
+            at: Instant::now(),
         })
     }
 
@@ -119,9 +176,24 @@ impl Meter {
     /// claimed either way).
     pub fn stop(&self) -> Option<Load> {
         let m = MachineTicks::read()?;
-        let server = process_ticks(self.server_pid)?.saturating_sub(self.server);
+        let (u, s) = process_times(self.server_pid)?;
+        let (u, s) = (
+            u.saturating_sub(self.server.0),
+            s.saturating_sub(self.server.1),
+        );
         let client = process_ticks(std::process::id())?.saturating_sub(self.client);
-        Some(load_between(&self.machine, &m, server, client))
+        let hz = ticks_per_second();
+        let switches = self
+            .switches
+            .zip(process_switches(self.server_pid))
+            .map(|(a, b)| (b.0.saturating_sub(a.0), b.1.saturating_sub(a.1)));
+        Some(Load {
+            server_user_s: Some(u as f64 / hz),
+            server_sys_s: Some(s as f64 / hz),
+            server_switches: switches,
+            wall_s: Some(self.at.elapsed().as_secs_f64()),
+            ..load_between(&self.machine, &m, u + s, client)
+        })
     }
 }
 
@@ -135,6 +207,7 @@ fn load_between(a: &MachineTicks, b: &MachineTicks, server: u64, client: u64) ->
         client_cpu_s: client as f64 / hz,
         other_share: other / total,
         steal_share: b.steal.saturating_sub(a.steal) as f64 / total,
+        ..Load::default()
     }
 }
 
@@ -241,6 +314,14 @@ mod tests {
         // A process named with spaces and parentheses.
         let s = "1234 (my (odd) name) S 1 2 3 4 5 6 7 8 9 10 111 222 0 0 20 0";
         assert_eq!(parse_process_ticks(s), Some(333));
+        assert_eq!(parse_process_times(s), Some((111, 222)));
+        let status =
+            "Name:\tmariadbd\nvoluntary_ctxt_switches:\t1200\nnonvoluntary_ctxt_switches:\t35\n";
+        assert_eq!(parse_switches(status), Some((1200, 35)));
+        assert_eq!(parse_switches("Name:\tx\n"), None);
+        // This process's own threads, read for real: it has at least one, and it has waited.
+        let (v, _) = process_switches(std::process::id()).unwrap();
+        assert!(v > 0);
         let a = MachineTicks {
             busy: 0,
             idle: 0,

@@ -687,6 +687,34 @@ fn an_a_a_control_measures_the_benchmarks_own_noise() {
         "the control is no claim"
     );
     assert_eq!(rep["own_noise"]["cells"][0]["rounds"], 3);
+    // What the server spent, split: every run's user and kernel seconds add up to its CPU
+    // seconds, its threads switched, the meter's interval is the run's.
+    for v in common::records(&run) {
+        let l = &v["load"];
+        let (u, s) = (
+            l["server_user_s"].as_f64().unwrap(),
+            l["server_sys_s"].as_f64().unwrap(),
+        );
+        assert!(u > 0.0 && s > 0.0, "{l}");
+        assert!(
+            (u + s - l["server_cpu_s"].as_f64().unwrap()).abs() < 1e-6,
+            "{l}"
+        );
+        assert!(l["server_switches"][0].as_u64().unwrap() > 0, "{l}");
+        let wall = l["wall_s"].as_f64().unwrap();
+        assert!((0.9..30.0).contains(&wall), "{l}");
+    }
+    let cell = &rep["cells"][0];
+    let per = &cell["server_per_txn"];
+    let (u, s) = (
+        per["user_us"]["median"].as_f64().unwrap(),
+        per["sys_us"]["median"].as_f64().unwrap(),
+    );
+    // Debian's mariadbd on a point select: microseconds, not milliseconds or nanoseconds.
+    assert!(u > 1.0 && u < 10_000.0 && s > 1.0 && s < 10_000.0, "{per}");
+    assert!(per["switches"]["median"].as_f64().unwrap() > 0.0, "{per}");
+    let busy = per["server_busy"]["median"].as_f64().unwrap();
+    assert!(busy > 0.0 && busy <= 2.05, "{per}");
     let mut bad = tiny_cli_bench(w, &t.path().join("r2"));
     bad.retain(|x| x != "--no-aa");
     bad.push("--binary=baseline-again=/usr/sbin/mariadbd".into());

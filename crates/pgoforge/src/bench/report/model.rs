@@ -27,9 +27,58 @@ pub struct Cell {
     /// machine than TPS), when the load was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_cpu_ms_per_txn: Option<Describe>,
+    /// What the server spent per transaction, split (runs recorded since 2026-12-04): CPU µs in
+    /// user mode (what a compiler can shorten) and in the kernel, and context switches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_per_txn: Option<ServerPerTxn>,
     /// Runs during which other processes used more than [`BUSY_SHARE`] of the CPU: (round, share).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disturbed: Vec<(u32, f64)>,
+}
+
+/// The server's CPU and context switches per transaction in a cell, and how busy each side was
+/// (medians over the cell's runs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerPerTxn {
+    pub user_us: Describe,
+    pub sys_us: Describe,
+    /// Voluntary plus involuntary switches of the server's threads per transaction.
+    pub switches: Option<Describe>,
+    /// Server CPU seconds per second of the run (1.0: one vCPU always busy).
+    pub server_busy: Describe,
+    /// The client's (pgoforge's driver threads') CPU seconds per second of the run.
+    pub client_busy: Describe,
+}
+
+/// The per-transaction split of a contender's runs in a cell; `None` when no run recorded it.
+fn per_txn(runs: &[&Record]) -> Option<ServerPerTxn> {
+    let (mut user, mut sys, mut sw, mut sb, mut cb) = (vec![], vec![], vec![], vec![], vec![]);
+    for r in runs {
+        let (Some(l), n) = (&r.load, r.result.transactions) else {
+            continue;
+        };
+        let (Some(u), Some(s), Some(w)) = (l.server_user_s, l.server_sys_s, l.wall_s) else {
+            continue;
+        };
+        if n == 0 || w <= 0.0 {
+            continue;
+        }
+        let n = n as f64;
+        user.push(u * 1e6 / n);
+        sys.push(s * 1e6 / n);
+        if let Some((v, i)) = l.server_switches {
+            sw.push((v + i) as f64 / n);
+        }
+        sb.push((u + s) / w);
+        cb.push(l.client_cpu_s / w);
+    }
+    (!user.is_empty()).then(|| ServerPerTxn {
+        user_us: describe(&user),
+        sys_us: describe(&sys),
+        switches: (!sw.is_empty()).then(|| describe(&sw)),
+        server_busy: describe(&sb),
+        client_busy: describe(&cb),
+    })
 }
 
 /// One measured run's machine load, for the report's trace.
@@ -141,6 +190,7 @@ pub(super) fn cell(
         warnings,
         tps_rounds: v_tps,
         server_cpu_ms_per_txn: (!cpu_ms.is_empty()).then(|| describe(&cpu_ms)),
+        server_per_txn: per_txn(&mine(name)),
         disturbed,
     })
 }
