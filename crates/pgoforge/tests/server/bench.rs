@@ -715,6 +715,19 @@ fn an_a_a_control_measures_the_benchmarks_own_noise() {
     assert!(per["switches"]["median"].as_f64().unwrap() > 0.0, "{per}");
     let busy = per["server_busy"]["median"].as_f64().unwrap();
     assert!(busy > 0.0 && busy <= 2.05, "{per}");
+    // Capacity (transactions per server-CPU second) is compared like throughput: paired by round.
+    let cells = rep["cells"].as_array().unwrap();
+    let b = cells.iter().find(|c| c["contender"] == "b").unwrap();
+    let cap = &b["capacity_vs_baseline"];
+    assert_eq!(cap["pairs"], 3, "{cap}");
+    let ratio = cap["ratio"].as_f64().unwrap();
+    assert!(ratio > 0.5 && ratio < 2.0, "one binary under two names: {cap}");
+    assert!(cells
+        .iter()
+        .find(|c| c["contender"] == "a")
+        .unwrap()
+        .get("capacity_vs_baseline")
+        .is_none());
     let mut bad = tiny_cli_bench(w, &t.path().join("r2"));
     bad.retain(|x| x != "--no-aa");
     bad.push("--binary=baseline-again=/usr/sbin/mariadbd".into());

@@ -23,6 +23,10 @@ pub fn text(r: &Report) -> String {
             .tps_vs_baseline
             .as_ref()
             .map_or("baseline".to_string(), |v| v.sentence());
+        let verdict = match &c.capacity_vs_baseline {
+            Some(k) => format!("{verdict}; capacity {}", super::document::capacity_cell(k)),
+            None => verdict,
+        };
         let _ = writeln!(
             o,
             "{:<16} {:<22} {:>4}  {:>10.0} {:>9.0}  {:>9.2}  {verdict}",

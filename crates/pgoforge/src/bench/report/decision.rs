@@ -109,6 +109,8 @@ impl Decision {
                 )
             }
         };
+        // Which metric decided: throughput, what clients see; capacity is beside it.
+        let main = format!("{main} (decided on throughput; capacity per server-CPU second is shown, not decided on)");
         if held_back.is_empty() {
             main
         } else {
@@ -132,6 +134,7 @@ pub(super) fn correct_over_the_run(cells: &mut [Cell], plan: &BenchPlan, min_eff
     Comparison::apply_holm_with(&mut control, Better::Higher, min_effect);
     let mut tps: Vec<&mut Comparison> = Vec::new();
     let mut p95: Vec<&mut Comparison> = Vec::new();
+    let mut capacity: Vec<&mut Comparison> = Vec::new();
     for c in cells.iter_mut().filter(|c| !plan.is_control(&c.contender)) {
         if let Some(k) = c.tps_vs_baseline.as_mut() {
             tps.push(k);
@@ -139,10 +142,15 @@ pub(super) fn correct_over_the_run(cells: &mut [Cell], plan: &BenchPlan, min_eff
         if let Some(k) = c.p95_vs_baseline.as_mut() {
             p95.push(k);
         }
+        if let Some(k) = c.capacity_vs_baseline.as_mut() {
+            capacity.push(k);
+        }
     }
     let m = tps.len();
     Comparison::apply_holm_with(&mut tps, Better::Higher, min_effect);
     Comparison::apply_holm_with(&mut p95, Better::Lower, min_effect);
+    // Capacity is a family of its own, as latency is: the decision reads throughput.
+    Comparison::apply_holm_with(&mut capacity, Better::Higher, min_effect);
     let needed = crate::bench::stats::rounds_needed(m);
     for c in cells.iter_mut() {
         if let Some(k) = c.tps_vs_baseline.as_mut() {

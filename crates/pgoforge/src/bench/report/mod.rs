@@ -372,6 +372,7 @@ mod tests {
             p95_ms: describe(&v),
             tps_vs_baseline: Some(compare(&rounds(&base), &rounds(&v), Better::Higher)),
             p95_vs_baseline: None,
+            capacity_vs_baseline: None,
             warnings: Vec::new(),
             tps_rounds: rounds(&v),
             server_cpu_ms_per_txn: None,

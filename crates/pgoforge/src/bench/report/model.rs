@@ -19,6 +19,10 @@ pub struct Cell {
     /// Against the baseline (absent for the baseline itself).
     pub tps_vs_baseline: Option<Comparison>,
     pub p95_vs_baseline: Option<Comparison>,
+    /// Capacity — transactions per second of the server's CPU — against the baseline, paired by
+    /// round like throughput (absent for the baseline, and where the server's CPU was not read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_vs_baseline: Option<Comparison>,
     pub warnings: Vec<String>,
     /// Throughput of every round, (round, TPS): the points behind the summary.
     #[serde(default)]
@@ -48,6 +52,28 @@ pub struct ServerPerTxn {
     pub server_busy: Describe,
     /// The client's (pgoforge's driver threads') CPU seconds per second of the run.
     pub client_busy: Describe,
+}
+
+/// Capacity per round: the round's transactions over its server CPU seconds (a sliced round's
+/// slices summed), for the rounds whose every run recorded the server's CPU.
+fn capacity_rounds(records: &[Record], name: &str, w: TestName, t: u32) -> Vec<(u32, f64)> {
+    let mut sums: std::collections::BTreeMap<u32, Option<(f64, f64)>> =
+        std::collections::BTreeMap::new();
+    for r in records
+        .iter()
+        .filter(|r| r.contender == name && r.workload == w && r.threads == t)
+    {
+        let e = sums.entry(r.round).or_insert(Some((0.0, 0.0)));
+        *e = match (*e, &r.load) {
+            (Some((n, cpu)), Some(l)) if l.server_cpu_s > 0.0 => {
+                Some((n + r.result.transactions as f64, cpu + l.server_cpu_s))
+            }
+            _ => None,
+        };
+    }
+    sums.into_iter()
+        .filter_map(|(round, v)| v.map(|(n, cpu)| (round, n / cpu)))
+        .collect()
 }
 
 /// The per-transaction split of a contender's runs in a cell; `None` when no run recorded it.
@@ -179,6 +205,12 @@ pub(super) fn cell(
             Some(compare(&base_p95, &v_p95, Better::Lower)),
         )
     };
+    let capacity = {
+        let b = capacity_rounds(records, base, w, t);
+        let v = capacity_rounds(records, name, w, t);
+        let paired = crate::bench::stats::pair_by_round(&b, &v).len();
+        (name != base && paired >= 2).then(|| compare(&b, &v, Better::Higher))
+    };
     Some(Cell {
         contender: name.to_string(),
         workload: w.to_string(),
@@ -187,6 +219,7 @@ pub(super) fn cell(
         p95_ms: describe(&values(&v_p95)),
         tps_vs_baseline: tc,
         p95_vs_baseline: pc,
+        capacity_vs_baseline: capacity,
         warnings,
         tps_rounds: v_tps,
         server_cpu_ms_per_txn: (!cpu_ms.is_empty()).then(|| describe(&cpu_ms)),
