@@ -142,6 +142,12 @@ pub struct Load {
     /// seconds, how busy each side's vCPU was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_s: Option<f64>,
+    /// The vCPUs the server and the client could run on (pinned apart, or the whole machine);
+    /// the client's absent when it runs on another host (absent before 2026-12-04).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_vcpus: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_vcpus: Option<u32>,
 }
 
 impl Load {

@@ -664,5 +664,19 @@ fn measure_for(
     let r = client
         .run(&s)
         .map_err(|e| anyhow::anyhow!("{} {w} {t} threads: {e:#}", c.name))?;
-    Ok((r, meter.and_then(|m| m.stop())))
+    // Which vCPUs each side had, for how busy it was: pinned apart, the client's set and the
+    // rest; otherwise the whole machine each. A client on another host is not read here.
+    let all = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let pinned = client_cpus.len() as u32;
+    let local = matches!(client, Client::Local { .. });
+    let load = meter.and_then(|m| m.stop()).map(|l| Load {
+        server_vcpus: Some(if pinned > 0 {
+            all.saturating_sub(pinned).max(1)
+        } else {
+            all
+        }),
+        client_vcpus: local.then_some(if pinned > 0 { pinned } else { all }),
+        ..l
+    });
+    Ok((r, load))
 }

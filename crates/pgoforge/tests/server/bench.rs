@@ -715,13 +715,26 @@ fn an_a_a_control_measures_the_benchmarks_own_noise() {
     assert!(per["switches"]["median"].as_f64().unwrap() > 0.0, "{per}");
     let busy = per["server_busy"]["median"].as_f64().unwrap();
     assert!(busy > 0.0 && busy <= 2.05, "{per}");
+    // What bounds the cell, from both sides' vCPUs: measured, named, the shares plausible.
+    let bound = &per["bound"];
+    assert!(
+        ["server", "client", "wait"].contains(&bound["by"].as_str().unwrap()),
+        "{bound}"
+    );
+    for side in ["server_share", "client_share"] {
+        let s = bound[side].as_f64().unwrap();
+        assert!(s > 0.0 && s < 1.1, "{bound}");
+    }
     // Capacity (transactions per server-CPU second) is compared like throughput: paired by round.
     let cells = rep["cells"].as_array().unwrap();
     let b = cells.iter().find(|c| c["contender"] == "b").unwrap();
     let cap = &b["capacity_vs_baseline"];
     assert_eq!(cap["pairs"], 3, "{cap}");
     let ratio = cap["ratio"].as_f64().unwrap();
-    assert!(ratio > 0.5 && ratio < 2.0, "one binary under two names: {cap}");
+    assert!(
+        ratio > 0.5 && ratio < 2.0,
+        "one binary under two names: {cap}"
+    );
     assert!(cells
         .iter()
         .find(|c| c["contender"] == "a")

@@ -31,7 +31,7 @@ use decision::{correct_over_the_run, decide};
 use held_out::held_out;
 pub use held_out::{is_held_out, HeldOut};
 use model::cell;
-pub use model::{Cell, LoadPoint, ServerPerTxn};
+pub use model::{Bound, BoundBy, Cell, LoadPoint, ServerPerTxn, SATURATED};
 pub(crate) use noise::run_cvs;
 pub use noise::{is_steady, per_second_cv, NoiseCell, OwnNoise};
 use noise::{noisier_than_the_floor, own_noise, position_effect, unstable_runs};

@@ -52,6 +52,69 @@ pub struct ServerPerTxn {
     pub server_busy: Describe,
     /// The client's (pgoforge's driver threads') CPU seconds per second of the run.
     pub client_busy: Describe,
+    /// What bounds the cell, from how busy each side's vCPUs were (absent when the runs did
+    /// not record the vCPUs each side had).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<Bound>,
+}
+
+/// What limits a cell's throughput, measured: the server's vCPUs saturated, the client's, or
+/// neither (the work waits: round trips, locks, I/O).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Bound {
+    pub by: BoundBy,
+    /// Median busy share of the server's vCPUs (CPU seconds per second over its vCPUs).
+    pub server_share: f64,
+    /// The same for the client's; absent when the client ran on another host.
+    pub client_share: Option<f64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BoundBy {
+    Server,
+    Client,
+    Wait,
+    /// Not the server, and the client's CPU was not read (it ran on another host).
+    NotServer,
+}
+
+/// A side counts as saturated from this busy share of its vCPUs.
+pub const SATURATED: f64 = 0.95;
+
+/// Server-bound from [`SATURATED`] of its vCPUs (whatever the client did: the server is what is
+/// measured), else client-bound from the same share of the client's, else waiting.
+pub fn classify(server_share: f64, client_share: Option<f64>) -> BoundBy {
+    match client_share {
+        _ if server_share >= SATURATED => BoundBy::Server,
+        Some(c) if c >= SATURATED => BoundBy::Client,
+        Some(_) => BoundBy::Wait,
+        None => BoundBy::NotServer,
+    }
+}
+
+impl Bound {
+    /// The warning a cell not bound by its server carries beside its verdict.
+    pub fn warning(&self) -> Option<String> {
+        let s = self.server_share * 100.0;
+        match (self.by, self.client_share.map(|c| c * 100.0)) {
+            (BoundBy::Server, _) => None,
+            (BoundBy::Client, Some(c)) => Some(format!(
+                "client-bound: the client's vCPUs were {c:.0}% busy and the server's {s:.0}%: the \
+                 client limits this cell, so its throughput gain understates the server's (its \
+                 capacity says more)"
+            )),
+            (BoundBy::Wait, Some(c)) => Some(format!(
+                "wait-bound: neither side's vCPUs were saturated (server {s:.0}%, client {c:.0}%): \
+                 the cell waits on round trips, locks or I/O, and a compiler's gain shows less in \
+                 its throughput than in its capacity"
+            )),
+            _ => Some(format!(
+                "not server-bound: the server's vCPUs were {s:.0}% busy (the client ran on another \
+                 host, its CPU not read here)"
+            )),
+        }
+    }
 }
 
 /// Capacity per round: the round's transactions over its server CPU seconds (a sliced round's
@@ -79,6 +142,7 @@ fn capacity_rounds(records: &[Record], name: &str, w: TestName, t: u32) -> Vec<(
 /// The per-transaction split of a contender's runs in a cell; `None` when no run recorded it.
 fn per_txn(runs: &[&Record]) -> Option<ServerPerTxn> {
     let (mut user, mut sys, mut sw, mut sb, mut cb) = (vec![], vec![], vec![], vec![], vec![]);
+    let (mut s_share, mut c_share) = (vec![], vec![]);
     for r in runs {
         let (Some(l), n) = (&r.load, r.result.transactions) else {
             continue;
@@ -97,13 +161,31 @@ fn per_txn(runs: &[&Record]) -> Option<ServerPerTxn> {
         }
         sb.push((u + s) / w);
         cb.push(l.client_cpu_s / w);
+        if let Some(n) = l.server_vcpus.filter(|n| *n > 0) {
+            s_share.push((u + s) / w / n as f64);
+            if let Some(c) = l.client_vcpus.filter(|c| *c > 0) {
+                c_share.push(l.client_cpu_s / w / c as f64);
+            }
+        }
     }
+    let median = crate::bench::stats::median;
+    let bound = (!s_share.is_empty()).then(|| {
+        let server_share = median(&s_share);
+        // Every run with the server's vCPUs had the client's, or none did (a remote client).
+        let client_share = (c_share.len() == s_share.len()).then(|| median(&c_share));
+        Bound {
+            by: classify(server_share, client_share),
+            server_share,
+            client_share,
+        }
+    });
     (!user.is_empty()).then(|| ServerPerTxn {
         user_us: describe(&user),
         sys_us: describe(&sys),
         switches: (!sw.is_empty()).then(|| describe(&sw)),
         server_busy: describe(&sb),
         client_busy: describe(&cb),
+        bound,
     })
 }
 
@@ -182,8 +264,18 @@ pub(super) fn cell(
                 .join(", ")
         ));
     }
-    // The client's round-trip bound (bench/network.rs), from this contender's runs here.
-    let rtts: Vec<f64> = mine(name).iter().filter_map(|r| r.rtt_us).collect();
+    let server_per_txn = per_txn(&mine(name));
+    let bound = server_per_txn.as_ref().and_then(|p| p.bound.as_ref());
+    if let Some(w) = bound.and_then(Bound::warning) {
+        warnings.push(w);
+    }
+    // Without the vCPU figures (runs before 2026-12-04), the client's round-trip bound
+    // (bench/network.rs), from this contender's runs here.
+    let rtts: Vec<f64> = if bound.is_some() {
+        Vec::new()
+    } else {
+        mine(name).iter().filter_map(|r| r.rtt_us).collect()
+    };
     let qps: Vec<f64> = mine(name)
         .iter()
         .filter(|r| r.result.total_time_s > 0.0)
@@ -223,7 +315,42 @@ pub(super) fn cell(
         warnings,
         tps_rounds: v_tps,
         server_cpu_ms_per_txn: (!cpu_ms.is_empty()).then(|| describe(&cpu_ms)),
-        server_per_txn: per_txn(&mine(name)),
+        server_per_txn,
         disturbed,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_is_bound_by_the_side_whose_vcpus_are_saturated() {
+        assert_eq!(classify(0.99, Some(0.99)), BoundBy::Server);
+        assert_eq!(classify(0.91, Some(0.97)), BoundBy::Client);
+        assert_eq!(classify(0.60, Some(0.40)), BoundBy::Wait);
+        assert_eq!(classify(0.60, None), BoundBy::NotServer);
+        let b = |by, s, c| Bound {
+            by,
+            server_share: s,
+            client_share: c,
+        };
+        assert_eq!(b(BoundBy::Server, 0.98, Some(0.5)).warning(), None);
+        let w = b(BoundBy::Client, 0.91, Some(0.97)).warning().unwrap();
+        assert!(
+            w.starts_with("client-bound: the client's vCPUs were 97% busy and the server's 91%"),
+            "{w}"
+        );
+        let w = b(BoundBy::Wait, 0.6, Some(0.4)).warning().unwrap();
+        assert!(
+            w.starts_with(
+                "wait-bound: neither side's vCPUs were saturated (server 60%, client 40%)"
+            ),
+            "{w}"
+        );
+        assert!(b(BoundBy::NotServer, 0.6, None)
+            .warning()
+            .unwrap()
+            .contains("another host"));
+    }
 }
