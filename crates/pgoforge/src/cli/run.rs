@@ -118,6 +118,10 @@ pub struct RunArgs {
     /// contender's share of the benchmark; --no-aa leaves it out.
     #[arg(long, overrides_with = "no_aa")]
     aa: bool,
+    /// Benchmark with --rounds too few for the exact test to show anything at the run's level:
+    /// a smoke run of the pipeline (refused otherwise, before any build).
+    #[arg(long)]
+    allow_few_rounds: bool,
     /// No A/A control in the benchmark.
     #[arg(long = "no-aa")]
     no_aa: bool,
@@ -290,6 +294,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
         // the comparisons' own scatter instead.
         aa: a.aa || !(a.no_aa || a.matrix),
         auto_rounds: !a.bench.rounds_given(),
+        allow_few_rounds: a.allow_few_rounds,
         gate: a.gate.unwrap_or(if recipe_has_mtr {
             GateMode::Mtr
         } else {

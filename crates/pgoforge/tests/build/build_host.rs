@@ -337,6 +337,7 @@ fn a_run_shares_its_optimized_builds_with_a_build_host_and_builds_the_rest_here(
                 "--workloads=oltp_point_select",
                 "--threads=1",
                 "--rounds=2",
+                "--allow-few-rounds",
                 "--time=1",
                 "--warmup=0",
                 "--tables=1",

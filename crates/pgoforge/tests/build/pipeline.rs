@@ -85,6 +85,8 @@ fn request(
         margin: None,
         aa: false,
         auto_rounds: false,
+        // Plumbing runs of a round or two: too few to show anything, on purpose.
+        allow_few_rounds: true,
         gate: pgoforge::gate::GateMode::Quick,
         mtr_tests: None,
     }

@@ -152,3 +152,42 @@ fn the_plan_estimates_the_benchmark_and_its_flags_move_the_estimate() {
     let r24 = est(&["--rounds", "24"]);
     assert!((r24 as f64 / default as f64 - 2.0).abs() < 0.01, "{r24}");
 }
+
+/// `--rounds` that can never be significant over the run's comparisons is refused by the plan,
+/// before anything is fetched or built, with the number that can (exit 2); the smoke-run flag
+/// lets it through.
+#[test]
+fn too_few_rounds_for_the_runs_comparisons_are_refused_before_any_build() {
+    let w = tempfile::tempdir().expect("a temporary directory");
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_pgoforge"))
+            .args(["run", "--plan", "--work-dir"])
+            .arg(w.path())
+            .args([
+                "--variants",
+                "pgo+lto",
+                "--workloads",
+                "oltp_read_only,oltp_read_write",
+            ])
+            .args(extra)
+            .output()
+            .expect("pgoforge runs")
+    };
+    // One variant, two workloads, one thread count: 2 comparisons need 7 rounds.
+    let out = run(&["--rounds", "6"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--rounds 6: this run makes 2 comparisons")
+            && err.contains("give --rounds 7 or more"),
+        "{err}"
+    );
+    assert!(
+        std::fs::read_dir(w.path()).unwrap().next().is_none(),
+        "nothing made"
+    );
+    assert!(run(&["--rounds", "7"]).status.success());
+    assert!(run(&["--rounds", "6", "--allow-few-rounds"])
+        .status
+        .success());
+}

@@ -80,6 +80,10 @@ pub struct RunRequest {
     /// Serve the baseline's binary again as an A/A control in the benchmark (`baseline-again`):
     /// the run then states its own noise and the smallest change it could detect.
     pub aa: bool,
+    /// Benchmark with `--rounds` too few for the exact test to show anything at the run's level
+    /// (a smoke run of the pipeline); refused otherwise, before anything is built.
+    #[serde(skip)]
+    pub allow_few_rounds: bool,
     /// Raise the benchmark's rounds to what the exact test needs for the run's comparisons
     /// (`--rounds` not given).
     pub auto_rounds: bool,
@@ -237,6 +241,21 @@ impl RunPlan {
             p.variant(&req, v, from);
         }
         check_outside(&req, &p.contenders)?;
+        if !req.auto_rounds && !req.allow_few_rounds {
+            // A benchmark that can never be significant is refused now, not after the builds.
+            let comparisons = (p.contenders.len() - 1 + req.outside.len())
+                * req.bench.workloads.len()
+                * req.bench.threads.len();
+            let needed = crate::bench::stats::rounds_needed(comparisons);
+            if (req.bench.rounds as usize) < needed {
+                return Err(PlanError::TooFewRounds {
+                    rounds: req.bench.rounds,
+                    comparisons,
+                    needed,
+                }
+                .into());
+            }
+        }
         if req.auto_rounds {
             req.bench = req.bench.clone().with_rounds_for(
                 p.contenders.len() + req.outside.len() + usize::from(req.aa),
@@ -509,6 +528,8 @@ mod tests {
             margin: None,
             aa: false,
             auto_rounds: false,
+            // These tests are about builds and stages; the rounds rule has its own below.
+            allow_few_rounds: true,
             gate: GateMode::Quick,
             mtr_tests: None,
         }
@@ -825,6 +846,23 @@ mod tests {
         let mut r = request(&["pgo"]);
         r.mixes[0].mix.phases.clear();
         assert_eq!(e(r, &with_bolt()), PlanError::EmptyMix);
+        // --rounds that can never be significant over the run's comparisons: refused with the
+        // number that can, before anything is built; that number passes.
+        let mut r = request(&["pgo"]);
+        r.allow_few_rounds = false;
+        r.bench.rounds = 3;
+        let m = r.bench.workloads.len() * r.bench.threads.len();
+        let needed = crate::bench::stats::rounds_needed(m);
+        assert_eq!(
+            e(r.clone(), &with_bolt()),
+            PlanError::TooFewRounds {
+                rounds: 3,
+                comparisons: m,
+                needed
+            }
+        );
+        r.bench.rounds = needed as u32;
+        assert!(crate::pipeline::resolve(r, &with_bolt()).is_ok());
         let mut r = request(&["pgo"]);
         r.profile = Some("/nonexistent/gcda".into());
         assert_eq!(

@@ -37,6 +37,12 @@ pub enum PlanError {
     MtrSuiteWithQuickGate,
     #[error("--mtr-suite is empty; name tests as suite.test, comma-separated")]
     EmptyMtrSuite,
+    #[error("--rounds {rounds}: this run makes {comparisons} comparisons (variants × workloads × thread counts), and the exact test needs at least {needed} paired rounds to show anything at their level; give --rounds {needed} or more, leave --rounds out (the plan then picks enough), or pass --allow-few-rounds for a smoke run whose report cannot call anything faster")]
+    TooFewRounds {
+        rounds: u32,
+        comparisons: usize,
+        needed: usize,
+    },
     #[error("a +bolt variant needs llvm-bolt; {hint}")]
     NoBolt { hint: String },
     #[error("--profile {} does not exist (give a gcda directory or a .profdata file)", .0.display())]
