@@ -45,8 +45,13 @@ pub struct Floor {
     /// the 2 % minimum) at the calibration's own rounds (a ratio; `None` when the exact test
     /// cannot reach 5 % with so few rounds).
     pub detectable_here: Option<f64>,
-    /// The same at the ends of the floor's own 95 % interval (absent in older calibrations).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The same at the ends of the floor's own 95 % interval (absent in older calibrations; an
+    /// end that cannot be reached is null).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::bench::stats::unbounded::option_pair"
+    )]
     pub detectable_here_interval: Option<(f64, f64)>,
     /// The same for a default `pgoforge run` (8 rounds, 6 comparisons under Holm).
     pub detectable_default_run: Option<f64>,

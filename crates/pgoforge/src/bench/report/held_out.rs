@@ -56,8 +56,14 @@ impl HeldOut {
         // Per contender: one line when every cell is shown not slower (its lowest bound), the
         // cells one by one otherwise.
         let mut cells: Vec<String> = Vec::new();
-        let mut names: Vec<&str> = self.cells.iter().map(|c| c.contender.as_str()).collect();
-        names.dedup();
+        // Each contender once, in the order of its first cell: the cells run workload by
+        // workload, so one contender's cells need not be next to each other.
+        let mut names: Vec<&str> = Vec::new();
+        for c in &self.cells {
+            if !names.contains(&c.contender.as_str()) {
+                names.push(&c.contender);
+            }
+        }
         for name in names {
             let mine: Vec<&HeldOutCell> =
                 self.cells.iter().filter(|c| c.contender == name).collect();
@@ -157,4 +163,55 @@ pub fn is_held_out(plan: &BenchPlan, c: &Cell) -> bool {
     plan.held_out_for(&c.contender)
         .iter()
         .any(|w| w.to_string() == c.workload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::stats::MarginTest;
+
+    /// Cells come workload by workload and thread count by thread count, so two contenders'
+    /// cells alternate: each contender is still summed up once.
+    #[test]
+    fn each_contender_is_summed_up_once_whatever_the_order_of_its_cells() {
+        let cell = |contender: &str, threads: u32, bound: f64| HeldOutCell {
+            contender: contender.into(),
+            workload: "tpcc".into(),
+            threads,
+            test: MarginTest {
+                margin: 0.03,
+                result: NonInferiority::NotSlower { bound },
+            },
+            sentence: String::new(),
+        };
+        let h = HeldOut {
+            workloads: vec!["tpcc".into()],
+            regressions: Vec::new(),
+            allowed: false,
+            margin: 0.03,
+            cells: vec![
+                cell("pgo", 1, 1.02),
+                cell("lto", 1, 1.05),
+                cell("pgo", 4, 1.01),
+                cell("lto", 4, 1.04),
+            ],
+        };
+        let s = h.sentence();
+        assert_eq!(
+            s.matches("pgo: not slower than -3% in all 2 cells").count(),
+            1,
+            "{s}"
+        );
+        assert_eq!(
+            s.matches("lto: not slower than -3% in all 2 cells").count(),
+            1,
+            "{s}"
+        );
+        assert!(
+            s.contains(
+                "pgo: not slower than -3% in all 2 cells (lowest one-sided 95% bound +1.0%)"
+            ),
+            "{s}"
+        );
+    }
 }

@@ -243,7 +243,9 @@ pub(super) fn cell(
     let mut warnings = Vec::new();
     let mut disturbed = Vec::new();
     let mut cpu_ms = Vec::new();
-    for r in mine(name) {
+    // This contender's runs in the cell, filtered and sorted once for every figure below.
+    let runs = mine(name);
+    for &r in &runs {
         let Some(l) = &r.load else { continue };
         if l.disturbed() {
             disturbed.push((r.round, l.other_share));
@@ -264,7 +266,7 @@ pub(super) fn cell(
                 .join(", ")
         ));
     }
-    let server_per_txn = per_txn(&mine(name));
+    let server_per_txn = per_txn(&runs);
     let bound = server_per_txn.as_ref().and_then(|p| p.bound.as_ref());
     if let Some(w) = bound.and_then(Bound::warning) {
         warnings.push(w);
@@ -274,9 +276,9 @@ pub(super) fn cell(
     let rtts: Vec<f64> = if bound.is_some() {
         Vec::new()
     } else {
-        mine(name).iter().filter_map(|r| r.rtt_us).collect()
+        runs.iter().filter_map(|r| r.rtt_us).collect()
     };
-    let qps: Vec<f64> = mine(name)
+    let qps: Vec<f64> = runs
         .iter()
         .filter(|r| r.result.total_time_s > 0.0)
         .map(|r| r.result.queries.total as f64 / r.result.total_time_s)

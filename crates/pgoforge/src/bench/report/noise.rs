@@ -43,7 +43,7 @@ pub struct NoiseCell {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        with = "unbounded_option"
+        with = "crate::bench::stats::unbounded::option_pair"
     )]
     pub detectable_interval: Option<(f64, f64)>,
     /// The control against the baseline: significant here means the run is not A/A-clean.
@@ -318,22 +318,5 @@ pub(super) fn noisier_than_the_floor(
                 cal.binary.display()
             ));
         }
-    }
-}
-
-/// [`crate::bench::stats::unbounded::pair`] for an optional interval.
-mod unbounded_option {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(v: &Option<(f64, f64)>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(p) => crate::bench::stats::unbounded::pair::serialize(p, s),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<(f64, f64)>, D::Error> {
-        let p = <Option<(Option<f64>, Option<f64>)>>::deserialize(d)?;
-        Ok(p.map(|(a, b)| (a.unwrap_or(f64::INFINITY), b.unwrap_or(f64::INFINITY))))
     }
 }

@@ -93,11 +93,14 @@ pub(super) fn pooled_noise(
         .collect();
     let comparisons = compared.len();
     let rule = Rule::new(comparisons, min_effect);
-    let mut keys: Vec<(String, u32)> = compared
-        .iter()
-        .map(|c| (c.workload.clone(), c.threads))
-        .collect();
-    keys.dedup();
+    // Each cell once, in the report's order.
+    let mut keys: Vec<(String, u32)> = Vec::new();
+    for c in &compared {
+        let k = (c.workload.clone(), c.threads);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
     let mut out = Vec::new();
     for (workload, threads) in keys {
         let (mut ss, mut df, mut n, mut rounds) = (0.0, 0usize, 0usize, usize::MAX);

@@ -29,3 +29,20 @@ pub mod pair {
         Ok((a.unwrap_or(f64::INFINITY), b.unwrap_or(f64::INFINITY)))
     }
 }
+
+/// The same for an optional pair (an interval that may be absent, whose ends may be infinite).
+pub mod option_pair {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<(f64, f64)>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(p) => super::pair::serialize(p, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<(f64, f64)>, D::Error> {
+        let p = <Option<(Option<f64>, Option<f64>)>>::deserialize(d)?;
+        Ok(p.map(|(a, b)| (a.unwrap_or(f64::INFINITY), b.unwrap_or(f64::INFINITY))))
+    }
+}
