@@ -12,6 +12,7 @@
 //! | 5 | the host was too noisy to benchmark (per-second throughput too erratic; `--allow-noisy`) |
 //! | 6 | a package failed verification (`package verify`: hashes, version, deployment files, start) |
 //! | 7 | the source could not be fetched: the mirror does not serve it (404), did not answer, or served a file whose checksum differs |
+//! | 8 | the package was compiled for a CPU level this machine lacks (`package verify`, and the package's own `cpu-check`) |
 //! | 75 | the machine was too busy to benchmark (EX_TEMPFAIL: rerun when it is quiet) |
 
 /// An exit status with a meaning (the table above).
@@ -27,11 +28,13 @@ pub enum ExitStatus {
     VerifyFailed,
     /// The mirror did not serve the source (missing files, no answer, a checksum that differs).
     SourceUnavailable,
+    /// The package needs CPU features this machine (or the `--cpu-flags` stand-in) lacks.
+    CpuUnsupported,
     Busy,
 }
 
 impl ExitStatus {
-    pub fn code(self) -> i32 {
+    pub const fn code(self) -> i32 {
         match self {
             ExitStatus::Success => 0,
             ExitStatus::Failure => 1,
@@ -41,6 +44,7 @@ impl ExitStatus {
             ExitStatus::Noisy => 5,
             ExitStatus::VerifyFailed => 6,
             ExitStatus::SourceUnavailable => 7,
+            ExitStatus::CpuUnsupported => 8,
             ExitStatus::Busy => 75,
         }
     }
@@ -122,6 +126,9 @@ mod tests {
             ExitStatus::GateStopped,
             ExitStatus::NoWinner,
             ExitStatus::Noisy,
+            ExitStatus::VerifyFailed,
+            ExitStatus::SourceUnavailable,
+            ExitStatus::CpuUnsupported,
             ExitStatus::Busy,
         ];
         let codes: std::collections::BTreeSet<i32> = all.iter().map(|s| s.code()).collect();

@@ -36,9 +36,11 @@ const ROLE: &str = "the build host";
 /// Whether a variant may be built on a build host (see the module's comment for why the others
 /// may not).
 pub fn may_go(v: Variant) -> bool {
-    let plain_baseline =
-        v.phase == super::PgoPhase::Baseline && !v.lto && !v.native && !v.bolt_ready;
-    !v.instrumented() && !plain_baseline
+    // The run's baseline, at whatever CPU level the run builds for.
+    let plain_baseline = v.phase == super::PgoPhase::Baseline && !v.lto && !v.bolt_ready;
+    // -march=native compiles for the CPU it runs on: another host's would be another binary.
+    let host_cpu = v.codegen.cpu == Some(super::codegen::CpuLevel::Native);
+    !v.instrumented() && !plain_baseline && !host_cpu
 }
 
 /// The request, as the build host's pgoforge receives it.
@@ -457,8 +459,12 @@ mod tests {
             ("lto", true),
             ("pgo", true),
             ("pgo+lto+bolt", true),
-            ("pgo+lto+native", true),
-            ("baseline+native", true),
+            // Compiled for the CPU it is compiled on: the build host's would differ.
+            ("pgo+lto+native", false),
+            ("pgo+march-native", false),
+            ("pgo+lto+O3+v3", true),
+            // The run's baseline at --cpu-level's level stays here like any baseline.
+            ("baseline+v3", false),
         ] {
             let v: Variant = v.parse().unwrap();
             assert_eq!(may_go(v), go, "{v}");

@@ -7,6 +7,7 @@
 //! never taken for a finished one.
 
 pub mod cluster;
+pub mod codegen;
 pub mod host;
 pub mod opt_level;
 pub mod pch;

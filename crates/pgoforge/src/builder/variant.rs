@@ -9,6 +9,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use super::codegen::{Codegen, CpuLevel};
 use crate::recipe::PgoStyle;
 use crate::toolchain::{Compiler, FlagFamily, ProfileInput};
 
@@ -28,20 +29,68 @@ pub enum PgoPhase {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "StoredVariant", into = "StoredVariant")]
 pub struct Variant {
-    /// Stored as `stage`, its name before the pipeline's stages took that word.
-    #[serde(rename = "stage")]
     pub phase: PgoPhase,
     pub lto: bool,
     /// Linked with relocations (and, for GCC, without hot/cold splitting) so BOLT can reorder it.
     pub bolt_ready: bool,
-    /// -O3 -march=native on top of the base flags.
-    pub native: bool,
+    /// `+O3` and the CPU level on top of the base flags (`+native`: -O3 -march=native).
+    pub codegen: Codegen,
+}
+
+/// A variant as build.json, run-state.json and plans store it: the fields it had before the
+/// code generation became an axis, `native` among them (so finished builds read back and a
+/// `+native` build is stored as before), and the other code generations beside.
+#[derive(Serialize, Deserialize)]
+struct StoredVariant {
+    /// `stage`: its name before the pipeline's stages took that word.
+    stage: PgoPhase,
+    lto: bool,
+    bolt_ready: bool,
+    native: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    o3: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cpu_level: Option<CpuLevel>,
+}
+
+impl From<StoredVariant> for Variant {
+    fn from(s: StoredVariant) -> Variant {
+        let codegen = if s.native {
+            Codegen::NATIVE
+        } else {
+            Codegen {
+                o3: s.o3,
+                cpu: s.cpu_level,
+            }
+        };
+        Variant {
+            phase: s.stage,
+            lto: s.lto,
+            bolt_ready: s.bolt_ready,
+            codegen,
+        }
+    }
+}
+
+impl From<Variant> for StoredVariant {
+    fn from(v: Variant) -> StoredVariant {
+        let native = v.codegen == Codegen::NATIVE;
+        StoredVariant {
+            stage: v.phase,
+            lto: v.lto,
+            bolt_ready: v.bolt_ready,
+            native,
+            o3: v.codegen.o3 && !native,
+            cpu_level: v.codegen.cpu.filter(|_| !native),
+        }
+    }
 }
 
 impl Variant {
     pub const NAMES: &'static str =
-        "baseline, lto, pgo-gen, pgo, pgo+lto, cs-pgo, cs-pgo+lto (clang); each optionally +bolt and/or +native";
+        "baseline, lto, pgo-gen, pgo, pgo+lto, cs-pgo, cs-pgo+lto (clang); each optionally +bolt, +O3, a CPU level (+x86-64, +v2, +v3, +v4, +march-native) or +native (-O3 -march=native)";
 
     pub fn needs_profile(&self) -> bool {
         matches!(
@@ -85,10 +134,7 @@ impl fmt::Display for Variant {
         if self.bolt_ready {
             f.write_str("+bolt")?;
         }
-        if self.native {
-            f.write_str("+native")?;
-        }
-        Ok(())
+        f.write_str(&self.codegen.suffix())
     }
 }
 
@@ -111,12 +157,14 @@ impl FromStr for Variant {
                 ))
             }
         };
-        let (mut bolt_ready, mut native) = (false, false);
+        let (mut bolt_ready, mut codegen) = (false, Codegen::default());
         for p in parts {
             match p {
                 "lto" if phase != PgoPhase::Baseline => lto = true,
                 "bolt" => bolt_ready = true,
-                "native" => native = true,
+                _ if codegen
+                    .apply(p)
+                    .map_err(|e| format!("variant '{s}': {e}"))? => {}
                 _ => {
                     return Err(format!(
                         "unknown variant '{s}'; variants are {}",
@@ -129,7 +177,7 @@ impl FromStr for Variant {
             phase,
             lto,
             bolt_ready,
-            native,
+            codegen,
         })
     }
 }
@@ -175,9 +223,7 @@ pub fn flags(i: &FlagInputs) -> FlagSet {
     let mut f = FlagSet::default();
     let gcc = i.compiler.family == FlagFamily::Gcc;
     let s = |v: &str| v.to_string();
-    if i.variant.native {
-        f.opt.extend([s("-O3"), s("-march=native")]);
-    }
+    f.opt.extend(i.variant.codegen.flags());
     match i.variant.phase {
         PgoPhase::Baseline => {}
         PgoPhase::PgoGen => gen_flags(i, gcc, &mut f),
@@ -332,14 +378,48 @@ mod tests {
             "cs-pgo-gen+lto",
             "cs-pgo+lto+bolt",
             "cs-pgo",
+            "pgo+lto+bolt+O3",
+            "pgo+lto+O3+v3",
+            "baseline+v4",
+            "pgo-gen+march-native",
         ] {
             assert_eq!(n.parse::<Variant>().unwrap().to_string(), n);
         }
+        // -O3 with -march=native is seed 000's +native, whichever way it is written.
+        assert_eq!(
+            "pgo+O3+march-native"
+                .parse::<Variant>()
+                .unwrap()
+                .to_string(),
+            "pgo+native"
+        );
+        assert!("pgo+v3+v4"
+            .parse::<Variant>()
+            .unwrap_err()
+            .contains("two CPU levels"));
         assert!("fast"
             .parse::<Variant>()
             .unwrap_err()
             .contains("baseline, lto"));
         assert!("lto+lto".parse::<Variant>().is_err());
+    }
+
+    #[test]
+    fn stored_variants_read_back_as_before() {
+        // build.json and run-state.json of finished builds: the old four fields.
+        let old = r#"{"stage":"pgo-use","lto":true,"bolt_ready":false,"native":true}"#;
+        let v: Variant = serde_json::from_str(old).unwrap();
+        assert_eq!(v.to_string(), "pgo+lto+native");
+        assert_eq!(serde_json::to_string(&v).unwrap(), old);
+        let plain: Variant = "pgo+lto+bolt".parse().unwrap();
+        assert_eq!(
+            serde_json::to_string(&plain).unwrap(),
+            r#"{"stage":"pgo-use","lto":true,"bolt_ready":true,"native":false}"#
+        );
+        let v3: Variant = "pgo+O3+v3".parse().unwrap();
+        let j = serde_json::to_string(&v3).unwrap();
+        assert!(j.contains(r#""o3":true,"cpu_level":"x86-64-v3""#), "{j}");
+        assert_eq!(serde_json::from_str::<Variant>(&j).unwrap(), v3);
     }
 
     fn gcc() -> Compiler {

@@ -49,8 +49,8 @@ struct DebOpts {
 enum FromTarball {
     /// Check a package against its manifest, on any host (no build tree needed): every file
     /// against SHA256SUMS, the server's version, the deployment files (etc/my.cnf, the systemd
-    /// unit) against the layout, and a short start on a scratch datadir. Exit status 6 when a
-    /// check fails.
+    /// unit) against the layout, the CPU level it was compiled for against this CPU, and a short
+    /// start on a scratch datadir. Exit status 6 when a check fails, 8 when only the CPU does.
     Verify {
         /// A NAME.tar.zst, or the directory it was unpacked to (checked in place, read only).
         package: PathBuf,
@@ -60,6 +60,11 @@ enum FromTarball {
         /// Print the checks as JSON.
         #[arg(long)]
         json: bool,
+        /// Check the package's CPU level against this CPU instead of this machine's: a
+        /// /proc/cpuinfo copy, or its flags separated by white space (exit status 8 when a
+        /// feature the server was compiled for is missing).
+        #[arg(long, value_name = "FILE")]
+        cpu_flags: Option<PathBuf>,
     },
     /// Make the .deb from a package tarball (NAME.tar.zst), on any host: checked against its
     /// SHA256SUMS first.
@@ -103,7 +108,7 @@ fn make_deb(tarball: &Path, out: &Path, o: &DebOpts) -> Result<Deb> {
     Ok(d)
 }
 
-fn verify(package: &Path, no_start: bool, json: bool) -> Result<i32> {
+fn verify(package: &Path, no_start: bool, json: bool, cpu_flags: Option<&Path>) -> Result<i32> {
     if !package.exists() {
         pgoforge::usage!(
             "{} does not exist (give a NAME.tar.zst or the directory it was unpacked to)",
@@ -113,7 +118,7 @@ fn verify(package: &Path, no_start: bool, json: bool) -> Result<i32> {
     let scratch = tempfile::Builder::new()
         .prefix("pgoforge-verify-")
         .tempdir()?;
-    let v = pgoforge::package::verify::verify(package, scratch.path(), !no_start)?;
+    let v = pgoforge::package::verify::verify(package, scratch.path(), !no_start, cpu_flags)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
@@ -126,20 +131,18 @@ fn verify(package: &Path, no_start: bool, json: bool) -> Result<i32> {
                 c.detail
             );
         }
+        use pgoforge::infra::exit::ExitStatus;
         println!(
             "{}",
-            if v.passed() {
-                "verified: the package is what its manifest says"
-            } else {
-                "NOT verified: do not deploy this package"
+            match v.status() {
+                ExitStatus::Success => "verified: the package is what its manifest says",
+                ExitStatus::CpuUnsupported =>
+                    "the package is sound, but this CPU cannot run it: deploy it only where the cpu check passes",
+                _ => "NOT verified: do not deploy this package",
             }
         );
     }
-    Ok(if v.passed() {
-        0
-    } else {
-        pgoforge::infra::exit::ExitStatus::VerifyFailed.code()
-    })
+    Ok(v.status().code())
 }
 
 pub fn main(a: PackageArgs) -> Result<i32> {
@@ -147,9 +150,10 @@ pub fn main(a: PackageArgs) -> Result<i32> {
         package,
         no_start,
         json,
+        cpu_flags,
     }) = &a.from_tarball
     {
-        return verify(package, *no_start, *json);
+        return verify(package, *no_start, *json, cpu_flags.as_deref());
     }
     if let Some(FromTarball::Deb {
         tarball,

@@ -28,12 +28,20 @@ pub struct RunArgs {
     /// Variants compared with the baseline, comma-separated [default: pgo+lto+bolt — three builds
     /// (baseline, pgo-gen, a bolt-ready pgo+lto) and three contenders: baseline, pgo+lto (the
     /// bolt-ready build as linked) and pgo+lto+bolt]. A +bolt variant is built bolt-ready once and
-    /// serves two contenders: X (unBOLTed) and X+bolt. A +native variant with a profile trains
-    /// its own instrumented build (pgo-gen+native: the same -O3 -march=native, so GCC keeps every
-    /// function's profile) — one more build and training. MariaDB 10.11 here: ~14 min per build
-    /// on an idle 2-core machine; MySQL 9.7: about an hour.
+    /// serves two contenders: X (unBOLTed) and X+bolt. +O3, a CPU level (+x86-64, +v2, +v3, +v4,
+    /// +march-native) and +native (-O3 -march=native) change the code generation; a variant with
+    /// a profile and its own code generation trains its own instrumented build (pgo-gen+v3: the
+    /// same flags, so GCC keeps every function's profile) — one more build and training. MariaDB
+    /// 10.11 here: ~14 min per build on an idle 2-core machine; MySQL 9.7: about an hour.
     #[arg(long, value_delimiter = ',')]
     variants: Vec<Variant>,
+    /// Compile every build of the run (the baseline too) for this CPU level: x86-64, x86-64-v2,
+    /// x86-64-v3, x86-64-v4 (or v2, v3, v4), native. The variants take it into their names
+    /// (pgo+lto+v3); the package records it, and its checks (`package verify`, the .deb's
+    /// preinst, the systemd unit) refuse a CPU that lacks it [the compiler's default, x86-64:
+    /// every amd64 machine Debian runs on].
+    #[arg(long, value_name = "LEVEL")]
+    cpu_level: Option<pgoforge::builder::codegen::CpuLevel>,
     /// Short training and benchmark, one variant (pgo): the cheapest useful look, three builds
     /// and no BOLT.
     #[arg(long, conflicts_with = "matrix")]
@@ -274,6 +282,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
         sha256: a.source.sha256.clone(),
         compiler,
         variants,
+        cpu_level: a.cpu_level,
         profile: a.profile.clone(),
         mixes,
         bench,

@@ -48,10 +48,10 @@ pub fn main(a: TrainArgs) -> Result<i32> {
         work: &work,
         reporter: reporter.as_ref(),
     };
-    let gen_variant = Variant {
-        native: a.native,
-        .."pgo-gen".parse::<Variant>().expect("a valid variant")
-    };
+    let mut gen_variant: Variant = "pgo-gen".parse().expect("a valid variant");
+    if a.native {
+        gen_variant.codegen = pgoforge::builder::codegen::Codegen::NATIVE;
+    }
     let mut t = Tracker::ephemeral();
     let src = t.run(&a.source.stage(&recipe), &cx)?;
     let gen = t.run(

@@ -255,14 +255,30 @@ fn control(m: &Manifest, c: &Control) -> String {
     )
 }
 
-/// `preinst`: divert Debian's binary before dpkg unpacks ours.
-fn preinst() -> String {
+/// Where the .deb installs the CPU check (package/cpu.rs) for the service's drop-in.
+const DEB_CPU_CHECK: &str = "/usr/lib/mariadb-server-pgo/cpu-check";
+/// The drop-in that makes Debian's service run the check before the server: a package file
+/// (removed with the package), not an edit of Debian's unit.
+const DEB_DROP_IN: &str = "lib/systemd/system/mariadb.service.d/pgoforge-cpu-check.conf";
+
+/// `preinst`: refuse a CPU the server was not compiled for (before anything changes), then
+/// divert Debian's binary before dpkg unpacks ours.
+fn preinst(cpu: Option<&super::cpu::CpuRequirement>) -> String {
+    let check = cpu
+        .map(|r| {
+            // The check runs before dpkg has unpacked anything: its text is here, not a file.
+            format!(
+                "        sh <<'PGOFORGE_CPU_CHECK' || exit $?\n{}PGOFORGE_CPU_CHECK\n",
+                super::cpu::check_script(r, PACKAGE)
+            )
+        })
+        .unwrap_or_default();
     format!(
         r#"#!/bin/sh
 set -e
 case "$1" in
     install|upgrade)
-        dpkg-divert --package {PACKAGE} --add --rename \
+{check}        dpkg-divert --package {PACKAGE} --add --rename \
             --divert {SERVER_BINARY}.distrib {SERVER_BINARY}
         ;;
 esac
@@ -438,7 +454,11 @@ pub fn build(req: &DebRequest) -> Result<Deb> {
         ),
         0o644,
     )?;
-    write_mode(&debian.join("preinst"), &preinst(), 0o755)?;
+    let cpu = super::deploy::cpu_needed(&m);
+    if let Some(r) = cpu {
+        write_cpu_check(&tree, r)?;
+    }
+    write_mode(&debian.join("preinst"), &preinst(cpu), 0o755)?;
     write_mode(&debian.join("postinst"), &postinst(), 0o755)?;
     write_mode(&debian.join("postrm"), &postrm(), 0o755)?;
     write_md5sums(&tree, &debian)?;
@@ -467,6 +487,36 @@ pub fn build(req: &DebRequest) -> Result<Deb> {
         version,
         fits,
     })
+}
+
+/// The CPU check at [`DEB_CPU_CHECK`] and the drop-in that has Debian's service run it.
+fn write_cpu_check(tree: &Path, r: &super::cpu::CpuRequirement) -> Result<()> {
+    let check = tree.join(DEB_CPU_CHECK.trim_start_matches('/'));
+    let drop_in = tree.join(DEB_DROP_IN);
+    for f in [&check, &drop_in] {
+        let d = f
+            .parent()
+            .context("a path in the package has a directory")?;
+        fs::create_dir_all(d)?;
+        for a in d
+            .ancestors()
+            .take_while(|a| a.starts_with(tree) && *a != tree)
+        {
+            fs::set_permissions(a, fs::Permissions::from_mode(0o755))?;
+        }
+    }
+    write_mode(&check, &super::cpu::check_script(r, PACKAGE), 0o755)?;
+    write_mode(
+        &drop_in,
+        &format!(
+            "# {PACKAGE}: the server was compiled for {}; a CPU without it is refused before\n\
+             # it starts (exit {}), instead of dying with SIGILL.\n[Service]\nExecStartPre={DEB_CPU_CHECK}\n",
+            r.describe(),
+            super::cpu::EXIT_CPU
+        ),
+        0o644,
+    )?;
+    Ok(())
 }
 
 /// usr/share/doc/PACKAGE/changelog.Debian.gz: one entry saying what was built, from what.
@@ -570,7 +620,14 @@ mod tests {
     #[test]
     fn maintainer_scripts_are_valid_shell_and_use_invoke_rc_d() {
         for (name, text) in [
-            ("preinst", preinst()),
+            ("preinst", preinst(None)),
+            (
+                "preinst for v3",
+                preinst(Some(&super::super::cpu::CpuRequirement::new(
+                    crate::builder::codegen::CpuLevel::V3,
+                    "",
+                ))),
+            ),
             ("postinst", postinst()),
             ("postrm", postrm()),
         ] {
@@ -582,7 +639,7 @@ mod tests {
             // lintian's maintainer-script-calls-init-script-directly is an error.
             assert!(!text.contains("/etc/init.d"), "{name}");
         }
-        assert!(preinst().contains("--add --rename"));
+        assert!(preinst(None).contains("--add --rename"));
         assert!(postrm().contains("--remove --rename"));
         assert!(postinst().contains("ln -sf mariadbd.distrib"));
     }

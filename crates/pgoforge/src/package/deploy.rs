@@ -9,7 +9,7 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use super::Manifest;
+use super::{cpu, Manifest};
 use crate::server::flavor::{Family, Flavor};
 
 /// Where the files assume the package is unpacked (`/opt/NAME`); README says how to move it.
@@ -52,13 +52,23 @@ pub fn prefix(m: &Manifest) -> String {
 pub fn kit(k: &KitFor) -> Kit {
     let cnf = PathBuf::from("etc/my.cnf");
     let unit = PathBuf::from("systemd").join(unit_name(k.flavor));
-    Kit {
-        files: vec![
-            (cnf, my_cnf(k)),
-            (unit, systemd_unit(k)),
-            (PathBuf::from("README.md"), readme(k)),
-        ],
+    let mut files = vec![
+        (cnf, my_cnf(k)),
+        (unit, systemd_unit(k)),
+        (PathBuf::from("README.md"), readme(k)),
+    ];
+    if let Some(r) = cpu_needed(k.manifest) {
+        files.push((
+            PathBuf::from(cpu::TARBALL_CHECK),
+            cpu::check_script(r, &k.manifest.name),
+        ));
     }
+    Kit { files }
+}
+
+/// The package's CPU requirement when it asks more than every amd64 CPU has.
+pub fn cpu_needed(m: &Manifest) -> Option<&cpu::CpuRequirement> {
+    m.cpu.as_ref().filter(|r| !r.flags.is_empty())
 }
 
 /// The directories `my.cnf` names inside the package (`basedir`, `lc-messages-dir`,
@@ -149,6 +159,7 @@ fn systemd_unit(k: &KitFor) -> String {
          Group=mysql\n\
          RuntimeDirectory=pgoforge-{fam}\n\
          RuntimeDirectoryMode=0755\n\
+         {cpu_check}\
          ExecStart={p}/bin/{server} --defaults-file={p}/etc/my.cnf\n\
          # A large buffer pool takes a while to write back at shutdown.\n\
          TimeoutStartSec=900\n\
@@ -167,6 +178,16 @@ fn systemd_unit(k: &KitFor) -> String {
         variant = k.manifest.variant,
         name = k.manifest.name,
         server = k.server,
+        cpu_check = match cpu_needed(k.manifest) {
+            // A disk or VM moved to an older CPU: refused with the reason in the journal.
+            Some(r) => format!(
+                "# Compiled for {}: refuses to start on a CPU without it (exit {}).\nExecStartPre={p}/{}\n",
+                r.describe(),
+                cpu::EXIT_CPU,
+                cpu::TARBALL_CHECK
+            ),
+            None => String::new(),
+        },
     )
 }
 
@@ -227,6 +248,7 @@ fn readme(k: &KitFor) -> String {
          Layout: `bin/{server}` (the server), `lib/` (libraries from its build tree, if any),\n\
          `share/{share}/` (error messages{charsets}{bootstrap}), `etc/my.cnf`,\n\
          `systemd/{unit}`, `manifest.json`, `SHA256SUMS`.\n\n\
+         {cpu}\
          ## Run it under systemd\n\n\
          The files expect the package at `{p}`. Elsewhere, replace that path first:\n\
          `sed -i 's|{p}|/your/dir|g' etc/my.cnf systemd/{unit}`.\n\
@@ -269,6 +291,17 @@ fn readme(k: &KitFor) -> String {
         },
         prefix_dir = PREFIX_DIR,
         init = init_command(k).replace('\n', "\n    "),
+        cpu = match cpu_needed(m) {
+            Some(r) => format!(
+                "## The CPU it needs\n\nCompiled for {}: a CPU without {} dies with SIGILL. `bin/cpu-check` says \
+                 whether this\nmachine has them (exit {} naming what it lacks; `PGOFORGE_CPUINFO=FILE` checks another\n\
+                 machine's /proc/cpuinfo); the unit runs it before the server.\n\n",
+                r.describe(),
+                r.flags.join(" "),
+                cpu::EXIT_CPU
+            ),
+            None => String::new(),
+        },
     )
 }
 

@@ -31,6 +31,7 @@ pub struct Gain {
     pub verdict: String,
 }
 
+pub mod cpu;
 pub mod deb;
 pub mod deploy;
 pub mod reproducible;
@@ -73,6 +74,11 @@ pub struct Manifest {
     /// before 2026-12-02, and for other sources): what a .deb of it fits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub debian_source: Option<DebianSource>,
+    /// The CPU level the binary was compiled for and what a machine needs to run it (absent: the
+    /// compiler's default, x86-64, which every amd64 machine has). The package's checks refuse a
+    /// CPU without it (cpu.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<cpu::CpuRequirement>,
 }
 
 /// Where a work dir's packages go.
@@ -315,6 +321,10 @@ pub fn package(req: &PackageRequest) -> Result<Package> {
             fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
         }
         fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
+        if rel == Path::new(cpu::TARBALL_CHECK) {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&p, fs::Permissions::from_mode(0o755))?;
+        }
     }
     fs::write(
         root.join("manifest.json"),

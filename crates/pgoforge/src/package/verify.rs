@@ -3,7 +3,10 @@
 //! SHA256SUMS and nothing unlisted, the server's version string against the manifest's, the
 //! deployment files against the package's layout, and a short start of the packaged server on a
 //! scratch datadir (initialized, started, `VERSION()` asked, a table written and read, stopped).
-//! Every check is reported; the verdict is that all passed.
+//! A package compiled for a CPU level is also checked against this machine's CPU (or a stand-in's
+//! flags, `--cpu-flags`): one that lacks a feature fails with its own exit status, 8, and the
+//! server is not started (it would die with SIGILL). Every check is reported; the verdict is that
+//! all passed.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -12,6 +15,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{deploy, Manifest};
+use crate::infra::exit::ExitStatus;
 use crate::server::{Flavor, Server, ServerSpec};
 
 /// One check and what it found.
@@ -34,6 +38,51 @@ impl Verification {
     pub fn passed(&self) -> bool {
         self.checks.iter().all(|c| c.ok)
     }
+
+    /// The exit status: 0; 6 when the package is damaged, altered or does not start; 8 when all
+    /// that fails is the CPU (the package is sound, this machine cannot run it).
+    pub fn status(&self) -> ExitStatus {
+        let failed = |cpu: bool| self.checks.iter().any(|c| !c.ok && (c.name == CPU) == cpu);
+        if failed(false) {
+            ExitStatus::VerifyFailed
+        } else if failed(true) {
+            ExitStatus::CpuUnsupported
+        } else {
+            ExitStatus::Success
+        }
+    }
+}
+
+/// The CPU check's name.
+const CPU: &str = "cpu";
+
+/// The check of the CPU (this machine's, or the stand-in `cpuinfo`) against the manifest's
+/// requirement; None when the package asks nothing beyond x86-64.
+fn cpu_check(m: &Manifest, cpuinfo: Option<&Path>) -> Result<Option<Check>> {
+    let Some(r) = deploy::cpu_needed(m) else {
+        return Ok(None);
+    };
+    let whose = cpuinfo.map_or("this machine".to_string(), |p| p.display().to_string());
+    // A stand-in that cannot be read is a bad argument; this machine's, a failed check.
+    let text = match (cpuinfo, super::cpu::read_cpuinfo(cpuinfo)) {
+        (_, Ok(t)) => t,
+        (Some(_), Err(e)) => return Err(crate::infra::exit::Stop::Usage(format!("{e:#}")).into()),
+        (None, Err(e)) => return Ok(Some(check(CPU, false, format!("{e:#}")))),
+    };
+    let missing = r.missing(&crate::builder::codegen::cpuinfo_flags(&text));
+    Ok(Some(if missing.is_empty() {
+        check(
+            CPU,
+            true,
+            format!(
+                "{whose} has all {} features of {}",
+                r.flags.len(),
+                r.describe()
+            ),
+        )
+    } else {
+        check(CPU, false, format!("{whose}: {}", r.refusal(&missing)))
+    }))
 }
 
 /// Files a DBA is told to edit (paths in the configuration and the unit): a change there is
@@ -53,7 +102,12 @@ fn check(name: &str, ok: bool, detail: impl Into<String>) -> Check {
 /// Verifies `pkg`; `scratch` holds the unpacked copy and the short start's datadir. Errors
 /// only for what is not a package at all (exit 2 from the caller); a package that fails a check
 /// comes back with that check failed.
-pub fn verify(pkg: &Path, scratch: &Path, start: bool) -> Result<Verification> {
+pub fn verify(
+    pkg: &Path,
+    scratch: &Path,
+    start: bool,
+    cpuinfo: Option<&Path>,
+) -> Result<Verification> {
     let root = if pkg.is_dir() {
         pkg.to_path_buf()
     } else {
@@ -123,7 +177,17 @@ pub fn verify(pkg: &Path, scratch: &Path, start: bool) -> Result<Verification> {
         ),
     });
     checks.push(deployment(&root, &manifest, server.as_deref()));
-    if start {
+    let cpu = cpu_check(&manifest, cpuinfo)?;
+    let cpu_lacks = cpu.as_ref().is_some_and(|c| !c.ok);
+    checks.extend(cpu);
+    if start && cpu_lacks {
+        // Not a failure of the package: the verdict is the CPU's, and starting would crash.
+        checks.push(check(
+            "start",
+            true,
+            "not tried: the server would die with SIGILL on this CPU",
+        ));
+    } else if start {
         checks.push(match &server {
             Some(b) => short_start(b, &manifest, scratch),
             None => check("start", false, "no server to start"),

@@ -123,7 +123,7 @@ fn unfinished_builds(plan: &RunPlan, src: &Source, given: Option<&Profile>, work
             let p = match b.profile {
                 ProfileFrom::NoProfile => None,
                 ProfileFrom::Given => given.map(|(i, _)| i),
-                ProfileFrom::Trained | ProfileFrom::CsTrained | ProfileFrom::NativeTrained => {
+                ProfileFrom::Trained | ProfileFrom::CsTrained | ProfileFrom::OwnTrained => {
                     return true
                 }
             };

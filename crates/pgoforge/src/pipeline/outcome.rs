@@ -168,6 +168,16 @@ pub fn package_contender(
         profiles.push(format!("bolt:{}", b.profile.meta.hash));
     }
     let version = format!("{}.{}.{}", flavor.major, flavor.minor, flavor.patch);
+    // The CPU level it was compiled for, which its checks will demand of every machine (for
+    // -march=native, this machine's instruction sets: the build ran here, build hosts never
+    // take native builds).
+    let level = build
+        .variant
+        .parse::<crate::builder::Variant>()
+        .map_err(anyhow::Error::msg)?
+        .codegen
+        .cpu;
+    let cpu = crate::package::cpu::CpuRequirement::of_this_machine(level)?;
     let family = format!("{:?}", flavor.family).to_lowercase();
     let manifest = Manifest {
         name: format!("{family}-{version}-{}-{}", c.name, build.compiler.label()),
@@ -196,6 +206,7 @@ pub fn package_contender(
             .debian
             .clone()
             .or_else(|| crate::source::debian_from_origin(&outcome.source.origin)),
+        cpu,
     };
     package::package(&PackageRequest {
         binary: &c.binary,

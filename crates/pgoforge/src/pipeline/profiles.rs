@@ -1,6 +1,7 @@
 //! The run's compiler profiles: `--profile` resolved and checked, or the pgo-gen build trained on
-//! the mix (for +native variants, a pgo-gen+native build; for cs-pgo, its cs-pgo-gen build
-//! trained and merged with the first profile).
+//! the mix (for a variant with its own code generation, +native or +v3, the instrumented build
+//! of that code generation; for cs-pgo, its cs-pgo-gen build trained and merged with the first
+//! profile).
 
 use std::fs;
 
@@ -10,6 +11,7 @@ use super::plan::ProfileFrom;
 use super::plan::{PlannedBuild, RunPlan};
 use super::run_cx::RunCx;
 use super::stages::*;
+use crate::builder::codegen::Codegen;
 use crate::builder::{BuildOutput, PgoPhase, ProfileInput, Variant};
 use crate::profile::train::NamedMix;
 use crate::profile::{check_belongs, Stored};
@@ -34,38 +36,37 @@ pub(super) fn given_profile(plan: &RunPlan, src: &Source) -> Result<Option<Profi
     Ok(Some((ProfileInput::from_path(p), stored)))
 }
 
-/// The run's compiler profiles: one per training mix (or `--profile`), and the +native variants'
-/// own when the run trains them.
+/// The run's compiler profiles: one per training mix (or `--profile`), and each other code
+/// generation's own (+native, +v3 …) when the run trains them.
 #[derive(Default)]
 pub(super) struct Profiles {
     pub by_mix: Vec<Profile>,
-    pub native: Option<Profile>,
+    pub own: Vec<(Codegen, Profile)>,
 }
 
 impl Profiles {
     pub fn given(p: Profile) -> Profiles {
         Profiles {
             by_mix: vec![p],
-            native: None,
+            own: Vec::new(),
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.by_mix.is_empty() && self.native.is_none()
+        self.by_mix.is_empty() && self.own.is_empty()
     }
 
-    /// The profile the outcome records: the first mix's, else the native one.
+    /// The profile the outcome records: the first mix's, else the first code generation's own.
     pub fn into_first(self) -> Option<Profile> {
-        self.by_mix.into_iter().next().or(self.native)
+        let own = self.own.into_iter().next().map(|(_, p)| p);
+        self.by_mix.into_iter().next().or(own)
     }
 
-    /// The (first) profile `b` is built with: a native variant's own when trained, else its
+    /// The (first) profile `b` is built with: its code generation's own when trained, else its
     /// training mix's (the first mix's, unless it names another).
     pub fn for_build(&self, mixes: &[NamedMix], b: &PlannedBuild) -> Option<&ProfileInput> {
-        if b.variant.native {
-            if let Some((i, _)) = &self.native {
-                return Some(i);
-            }
+        if let Some((_, (i, _))) = self.own.iter().find(|(c, _)| *c == b.variant.codegen) {
+            return Some(i);
         }
         let mix_index = b
             .mix
@@ -75,21 +76,22 @@ impl Profiles {
     }
 }
 
-/// The pgo-gen build trained on each of the run's mixes, in their order, and the pgo-gen+native
-/// build trained on the first mix (each only when the plan has it).
+/// The pgo-gen build trained on each of the run's mixes, in their order, and each other code
+/// generation's instrumented build (pgo-gen+native, pgo-gen+v3) trained on the first mix (each
+/// only when the plan has it).
 pub(super) fn train_profiles(
     r: &mut RunCx,
     src: &Source,
     baseline: &BuildOutput,
 ) -> Result<Profiles> {
     let plan = r.plan;
-    let gen_build = |native: bool| {
+    let gens = || {
         plan.builds
             .iter()
-            .find(|b| b.variant.phase == PgoPhase::PgoGen && b.variant.native == native)
+            .filter(|b| b.variant.phase == PgoPhase::PgoGen)
     };
     let mut out = Profiles::default();
-    if let Some(gen) = gen_build(false) {
+    if let Some(gen) = gens().find(|b| b.variant.codegen.is_default()) {
         let gen = r.run(&BuildStage::of_run(plan, src, gen.variant, None, None))?;
         for (i, m) in plan.request.mixes.iter().enumerate() {
             let mix_name = (i > 0).then_some(m.name.as_str());
@@ -99,7 +101,8 @@ pub(super) fn train_profiles(
             out.by_mix.push((stored.input(), Some(stored)));
         }
     }
-    if let Some(gen) = gen_build(true) {
+    for gen in gens().filter(|b| !b.variant.codegen.is_default()) {
+        let codegen = gen.variant.codegen;
         let gen = r.run(&BuildStage::of_run(plan, src, gen.variant, None, None))?;
         let stored = r.run(&TrainStage::of_run(
             plan,
@@ -109,7 +112,7 @@ pub(super) fn train_profiles(
             None,
             None,
         ))?;
-        out.native = Some((stored.input(), Some(stored)));
+        out.own.push((codegen, (stored.input(), Some(stored))));
     }
     Ok(out)
 }
@@ -142,7 +145,7 @@ mod tests {
     use crate::profile::train::Mix;
 
     #[test]
-    fn a_native_build_takes_the_native_profile_and_the_others_their_mixs() {
+    fn a_build_takes_its_code_generations_own_profile_and_the_others_their_mixs() {
         let mixes: Vec<NamedMix> = ["oltp", "tpcc"]
             .iter()
             .map(|n| NamedMix {
@@ -161,8 +164,15 @@ mod tests {
         let path = |x: Option<&ProfileInput>| x.map(|i| i.path().display().to_string());
         let mut ps = Profiles {
             by_mix: vec![p("/oltp"), p("/tpcc")],
-            native: Some(p("/native")),
+            own: vec![
+                (Codegen::NATIVE, p("/native")),
+                ("pgo+v3".parse::<Variant>().unwrap().codegen, p("/v3")),
+            ],
         };
+        assert_eq!(
+            path(ps.for_build(&mixes, &build("pgo+lto+bolt+v3", None))).as_deref(),
+            Some("/v3")
+        );
         assert_eq!(
             path(ps.for_build(&mixes, &build("pgo+lto+native", None))).as_deref(),
             Some("/native")
@@ -176,7 +186,7 @@ mod tests {
             Some("/tpcc")
         );
         // --profile (no native one): every variant takes the given profile.
-        ps.native = None;
+        ps.own.clear();
         assert_eq!(
             path(ps.for_build(&mixes, &build("pgo+lto+native", None))).as_deref(),
             Some("/oltp")
@@ -189,7 +199,7 @@ mod tests {
         );
         let only_native = Profiles {
             by_mix: Vec::new(),
-            native: Some(p("/native")),
+            own: vec![(Codegen::NATIVE, p("/native"))],
         };
         assert!(!only_native.is_empty());
         assert_eq!(

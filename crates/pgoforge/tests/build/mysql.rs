@@ -150,6 +150,7 @@ fn a_packaged_mysql_runs_where_it_is_unpacked_with_no_library_from_its_build_tre
         source_date_epoch: 0,
         binary_note: String::new(),
         debian_source: None,
+        cpu: None,
     };
     let p = package(&PackageRequest {
         binary: &bin,

@@ -39,6 +39,7 @@ fn manifest(name: &str) -> Manifest {
         source_date_epoch: 0,
         binary_note: String::new(),
         debian_source: None,
+        cpu: None,
     }
 }
 

@@ -61,6 +61,7 @@ fn request(
         sha256: None,
         compiler,
         variants: vec![variant.parse().unwrap()],
+        cpu_level: None,
         profile,
         mixes: vec![NamedMix {
             name: "oltp".into(),

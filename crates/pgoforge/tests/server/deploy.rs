@@ -14,6 +14,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use pgoforge::builder::codegen::CpuLevel;
+use pgoforge::package::cpu::CpuRequirement;
 use pgoforge::package::{package, DebianSource, Manifest, PackageRequest};
 use pgoforge::server::Layout;
 
@@ -100,6 +102,17 @@ pub(crate) fn broken_server(dir: &Path, version_line: &str) -> PathBuf {
 }
 
 pub(crate) fn tarball(binary: &Path, name: &str, fits: &str, out: &Path) -> PathBuf {
+    tarball_for_cpu(binary, name, fits, out, None)
+}
+
+/// A package tarball whose manifest says the binary was compiled for `cpu`.
+pub(crate) fn tarball_for_cpu(
+    binary: &Path,
+    name: &str,
+    fits: &str,
+    out: &Path,
+    cpu: Option<CpuRequirement>,
+) -> PathBuf {
     let layout = Layout::discover(Path::new(DEBIAN_BINARY), None, None);
     let manifest = Manifest {
         name: name.into(),
@@ -116,6 +129,7 @@ pub(crate) fn tarball(binary: &Path, name: &str, fits: &str, out: &Path) -> Path
             version: fits.into(),
             suite: "bookworm".into(),
         }),
+        cpu,
         ..Manifest::default()
     };
     package(&PackageRequest {
@@ -203,6 +217,7 @@ fn the_deb_takes_debians_place_and_gives_it_back() {
         "wrong",
         "other",
         "other/relabeled",
+        "cpu",
     ] {
         fs::create_dir(dir.join(d)).unwrap();
     }
@@ -238,6 +253,26 @@ fn the_deb_takes_debians_place_and_gives_it_back() {
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     let wrong_deb = PathBuf::from(v["path"].as_str().unwrap());
     let broken_deb = deb(&broken, &dir.join("broken"), &[]);
+    // Compiled for x86-64-v4 (the manifest says so): its preinst refuses a CPU without AVX-512.
+    // Which CPU is a stand-in the test supplies (PGOFORGE_CPUINFO, which dpkg passes to the
+    // package's scripts): one with v3's features only, one with v4's.
+    let v4 = CpuRequirement::new(CpuLevel::V4, "");
+    let cpu_tar = tarball_for_cpu(&good_bin, "mariadb-v4", &fits, &dir.join("cpu"), Some(v4));
+    let cpu_deb = deb(&cpu_tar, &dir.join("cpu"), &[]);
+    let cpuinfo = |level: CpuLevel, file: &str| {
+        let p = dir.join("cpu").join(file);
+        let flags = level.required_flags(&[]).join(" ");
+        fs::write(
+            &p,
+            format!("processor\t: 0\nflags\t\t: fpu sse sse2 {flags}\n"),
+        )
+        .unwrap();
+        p
+    };
+    let (lacking, having) = (
+        cpuinfo(CpuLevel::V3, "v3.cpuinfo"),
+        cpuinfo(CpuLevel::V4, "v4.cpuinfo"),
+    );
 
     // The package says what it is, and lintian finds no error in it.
     let info = sh(&format!(
@@ -278,6 +313,9 @@ fn the_deb_takes_debians_place_and_gives_it_back() {
         .arg(&good_deb)
         .arg(&wrong_deb)
         .arg(&broken_deb)
+        .arg(&cpu_deb)
+        .arg(&lacking)
+        .arg(&having)
         .status()
         .expect("running unshare (util-linux)");
     let log = fs::read_to_string(dir.join("observed.log")).unwrap_or_default();
@@ -339,6 +377,25 @@ fn the_deb_takes_debians_place_and_gives_it_back() {
     assert_eq!(get("cleaned_binary_sha"), debian_sha, "{ctx}");
     assert_eq!(get("cleaned_diversions"), "0", "{ctx}");
     assert_eq!(get("cleaned_status"), "not-installed", "{ctx}");
+
+    // Compiled for a CPU this one (the stand-in) lacks: dpkg refuses it, naming what is
+    // missing, before anything changed; where the CPU has it, it installs with the check
+    // wired into Debian's service (a drop-in the package owns) and goes with the package.
+    assert_eq!(get("cpu_dpkg_exit"), "1", "{ctx}");
+    assert!(
+        get("cpu_message").starts_with("this CPU lacks avx512bw avx512cd avx512dq avx512f"),
+        "{ctx}"
+    );
+    assert_eq!(get("cpu_status"), "not-installed", "{ctx}");
+    assert_eq!(get("cpu_diversions"), "0", "{ctx}");
+    assert_eq!(get("cpu_binary_sha"), debian_sha, "{ctx}");
+    assert_eq!(get("cpu_version"), get("before_version"), "{ctx}");
+    assert_eq!(get("cpu_ok_dpkg_exit"), "0", "{ctx}");
+    assert!(get("cpu_ok_version").ends_with("-pgo"), "{ctx}");
+    assert_eq!(get("cpu_ok_drop_in"), "1", "{ctx}");
+    assert_eq!(get("cpu_ok_check_exit"), "8", "{ctx}");
+    assert_eq!(get("cpu_ok_purge_exit"), "0", "{ctx}");
+    assert_eq!(get("cpu_ok_drop_in_gone"), "yes", "{ctx}");
 
     // And the real machine is as it was.
     assert_eq!(machine(), before);

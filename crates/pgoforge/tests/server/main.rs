@@ -9,6 +9,7 @@ mod bad_input;
 mod bench;
 mod cli_oltp;
 mod client_host;
+mod cpu_level;
 mod deploy;
 mod interop;
 mod mirror;

@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::bench::order::OrderScheme;
 use crate::bench::spec::BenchSpec;
 use crate::builder::cluster::{ClusterState, Placement};
+use crate::builder::codegen::{Codegen, CpuLevel};
 use crate::builder::Variant;
 use crate::gate::GateMode;
 use crate::infra::ssh::SshTarget;
@@ -40,6 +41,11 @@ pub struct RunRequest {
     pub compiler: Compiler,
     /// The variants compared with the baseline.
     pub variants: Vec<Variant>,
+    /// `--cpu-level`: every build of the run (the baseline too) compiled for this CPU level;
+    /// `None`: the compiler's default (x86-64 for Debian's GCC and clang), and the build keys of
+    /// runs before the level existed. Absent from the plan's JSON when not given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_level: Option<CpuLevel>,
     /// A trained profile to use instead of building and training pgo-gen.
     pub profile: Option<PathBuf>,
     /// The training mixes, at least one. The first is the one BOLT and cs-pgo train on. Several
@@ -128,13 +134,15 @@ pub enum ProfileFrom {
     /// The first profile merged with the counts of this run's cs-pgo-gen build, trained on the
     /// same mix.
     CsTrained,
-    /// Trained on this run's pgo-gen+native build: a +native variant's own profile. GCC drops
-    /// the profile of every function whose control flow differs between the instrumented and
-    /// the optimized build, and `-O3 -march=native` changes many (MySQL 9.7: 229 functions, all
-    /// of InnoDB's inlined hashing among them; docs/bench/mysql.md), so a native variant is
-    /// instrumented with its own flags.
-    #[serde(rename = "native")]
-    NativeTrained,
+    /// Trained on this run's instrumented build of the same code generation (`pgo-gen+native`
+    /// for a +native variant, `pgo-gen+O3+v3` for `pgo+lto+O3+v3`): the variant's own profile.
+    /// GCC drops the profile of every function whose control flow differs between the
+    /// instrumented and the optimized build, and `-O3 -march=native` changes many (MySQL 9.7: 229
+    /// functions, all of InnoDB's inlined hashing among them; docs/bench/mysql.md), so a variant
+    /// with its own optimization or CPU level is instrumented with its own flags. Printed `own`
+    /// (`native` before other levels existed).
+    #[serde(rename = "own")]
+    OwnTrained,
 }
 
 /// One build of the run.
@@ -219,9 +227,11 @@ pub struct RunPlan {
 
 impl RunPlan {
     pub fn resolve(mut req: RunRequest, env: &Env) -> Result<RunPlan> {
+        req.variants = at_cpu_level(&req.variants, req.cpu_level)?;
         check(&req, env)?;
         let from = profile_source(&req);
-        let baseline: Variant = "baseline".parse().expect("a valid variant");
+        let mut baseline: Variant = "baseline".parse().expect("a valid variant");
+        baseline.codegen.cpu = req.cpu_level;
         let mut p = Planned {
             builds: vec![PlannedBuild::new(baseline, ProfileFrom::NoProfile)],
             stages: vec![StageId::Source, StageId::Build(baseline, None)],
@@ -315,6 +325,25 @@ impl RunPlan {
     }
 }
 
+/// The variants built for `level` (`--cpu-level`): each takes the level into its name
+/// (`pgo+lto+v3`), so what a contender was compiled for is never hidden; a variant that names
+/// another level already is refused.
+fn at_cpu_level(variants: &[Variant], level: Option<CpuLevel>) -> Result<Vec<Variant>, PlanError> {
+    let Some(level) = level else {
+        return Ok(variants.to_vec());
+    };
+    variants
+        .iter()
+        .map(|&v| {
+            let codegen = v
+                .codegen
+                .at_level(level)
+                .map_err(|reason| PlanError::CpuLevel { variant: v, reason })?;
+            Ok(Variant { codegen, ..v })
+        })
+        .collect()
+}
+
 /// Where the variants' profiles come from: none needed, the user's (`--profile`), or trained.
 fn profile_source(req: &RunRequest) -> ProfileFrom {
     if !req.variants.iter().any(Variant::needs_profile) {
@@ -335,18 +364,22 @@ struct Planned {
 
 impl Planned {
     /// The instrumented builds and their trainings: the generic pgo-gen when a variant needs its
-    /// profile (one training per mix), and a +native variant's own `pgo-gen+native`
-    /// (`NativeTrained`).
+    /// profile (one training per mix), and for each other code generation whose variants need
+    /// one, its own instrumented build (`pgo-gen+native`, `pgo-gen+v3`: `OwnTrained`).
     fn instrumented(&mut self, req: &RunRequest, from: ProfileFrom) {
-        let trained = |native: bool| {
-            from == ProfileFrom::Trained
-                && req
-                    .variants
-                    .iter()
-                    .any(|v| v.needs_profile() && v.native == native)
-        };
+        if from != ProfileFrom::Trained {
+            return;
+        }
+        let mut codegens: Vec<Codegen> = req
+            .variants
+            .iter()
+            .filter(|v| v.needs_profile())
+            .map(|v| v.codegen)
+            .collect();
+        codegens.sort();
+        codegens.dedup();
         let gen: Variant = "pgo-gen".parse().expect("a valid variant");
-        if trained(false) {
+        if codegens.first().is_some_and(Codegen::is_default) {
             self.builds
                 .push(PlannedBuild::new(gen, ProfileFrom::NoProfile));
             self.stages
@@ -355,11 +388,8 @@ impl Planned {
                 self.stages.push(StageId::TrainOn(m.name.clone()));
             }
         }
-        if trained(true) {
-            let gen = Variant {
-                native: true,
-                ..gen
-            };
+        for codegen in codegens.into_iter().filter(|c| !c.is_default()) {
+            let gen = Variant { codegen, ..gen };
             self.builds
                 .push(PlannedBuild::new(gen, ProfileFrom::NoProfile));
             self.stages.extend([
@@ -373,8 +403,8 @@ impl Planned {
     /// one per training mix in a matrix, or the plain and BOLTed binaries of a bolt-ready build.
     fn variant(&mut self, req: &RunRequest, v: Variant, from: ProfileFrom) {
         let profile_of = |v: Variant| {
-            if v.native && from == ProfileFrom::Trained {
-                ProfileFrom::NativeTrained
+            if !v.codegen.is_default() && from == ProfileFrom::Trained {
+                ProfileFrom::OwnTrained
             } else {
                 from
             }
@@ -508,6 +538,7 @@ mod tests {
                 profdata: None,
             },
             variants: variants.iter().map(|v| v.parse().unwrap()).collect(),
+            cpu_level: None,
             profile: None,
             mixes: vec![NamedMix {
                 name: "oltp".into(),
@@ -664,7 +695,7 @@ mod tests {
                 ("pgo-gen".into(), ProfileFrom::NoProfile),
                 ("pgo-gen+native".into(), ProfileFrom::NoProfile),
                 ("pgo+lto".into(), ProfileFrom::Trained),
-                ("pgo+lto+native".into(), ProfileFrom::NativeTrained),
+                ("pgo+lto+native".into(), ProfileFrom::OwnTrained),
             ]
         );
         let s = stages(&p);
@@ -698,7 +729,60 @@ mod tests {
         // The plan's JSON names where the native variant's profile comes from.
         let p = crate::pipeline::resolve(request(&["pgo+lto+native"]), &with_bolt()).unwrap();
         let j = serde_json::to_value(&p.builds).unwrap();
-        assert_eq!(j[2]["profile"], "native");
+        assert_eq!(j[2]["profile"], "own");
+    }
+
+    #[test]
+    fn each_code_generation_trains_its_own_profile_and_cpu_level_reaches_every_build() {
+        let names = |p: &RunPlan| -> Vec<String> {
+            p.builds.iter().map(|b| b.variant.to_string()).collect()
+        };
+        // The split of seed 000's gain, one run: -O3 alone, then v3, then the host's CPU.
+        let p = crate::pipeline::resolve(
+            request(&["pgo+lto", "pgo+lto+O3", "pgo+lto+O3+v3", "pgo+lto+native"]),
+            &with_bolt(),
+        )
+        .unwrap();
+        assert_eq!(
+            names(&p),
+            [
+                "baseline",
+                "pgo-gen",
+                "pgo-gen+O3",
+                "pgo-gen+O3+v3",
+                "pgo-gen+native",
+                "pgo+lto",
+                "pgo+lto+O3",
+                "pgo+lto+O3+v3",
+                "pgo+lto+native"
+            ]
+        );
+        let stages: Vec<String> = p.stages.iter().map(ToString::to_string).collect();
+        assert!(stages.contains(&"train pgo-gen+O3+v3".to_string()));
+        // --cpu-level: the baseline, the instrumented build and the variants, all at v3.
+        let mut r = request(&["pgo+lto+bolt"]);
+        r.cpu_level = Some(CpuLevel::V3);
+        let p = crate::pipeline::resolve(r, &with_bolt()).unwrap();
+        assert_eq!(names(&p), ["baseline+v3", "pgo-gen+v3", "pgo+lto+bolt+v3"]);
+        let contenders: Vec<&str> = p.contenders.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(contenders, ["baseline", "pgo+lto+v3", "pgo+lto+bolt+v3"]);
+        assert_eq!(
+            serde_json::to_value(&p.request).unwrap()["cpu_level"],
+            "x86-64-v3"
+        );
+        // A variant built for another level already is refused, naming both.
+        let mut r = request(&["pgo+lto+native"]);
+        r.cpu_level = Some(CpuLevel::V3);
+        let e = crate::pipeline::resolve(r, &with_bolt())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("native") && e.contains("x86-64-v3"), "{e}");
+        // Without --cpu-level the plan's request has no such field: old plans read the same.
+        let p = crate::pipeline::resolve(request(&["pgo"]), &with_bolt()).unwrap();
+        assert!(serde_json::to_value(&p.request)
+            .unwrap()
+            .get("cpu_level")
+            .is_none());
     }
 
     #[test]

@@ -27,8 +27,10 @@ pub enum PlanError {
     Mix(String),
     #[error("training mix {0} is listed twice")]
     MixTwice(String),
-    #[error("variant {0} in a train × evaluate matrix: each mix gets its own build of each variant, and +bolt, +native (which trains its own instrumented build) and cs-pgo variants are not built per mix yet; use pgo, pgo+lto or lto")]
+    #[error("variant {0} in a train × evaluate matrix: each mix gets its own build of each variant, and +bolt, cs-pgo and variants with their own code generation (+O3, a CPU level, +native or --cpu-level: each trains its own instrumented build) are not built per mix yet; use pgo, pgo+lto or lto")]
     MatrixVariant(Variant),
+    #[error("variant {variant}: {reason}; drop one of the two")]
+    CpuLevel { variant: Variant, reason: String },
     #[error("--profile gives one profile, a train × evaluate matrix trains one per mix; drop one of --profile and --train-mixes")]
     MatrixWithProfile,
     #[error("--gate {gate}: recipe {recipe} names no MTR tests (no [mtr] section); add one to a recipe that extends it, or use --gate quick")]
@@ -90,11 +92,11 @@ pub(super) fn check(req: &RunRequest, env: &Env) -> Result<(), PlanError> {
         }
     }
     if req.is_matrix() {
-        if let Some(v) = req
-            .variants
-            .iter()
-            .find(|v| v.bolt_ready || v.phase == PgoPhase::CsUse || (v.native && v.needs_profile()))
-        {
+        if let Some(v) = req.variants.iter().find(|v| {
+            v.bolt_ready
+                || v.phase == PgoPhase::CsUse
+                || (!v.codegen.is_default() && v.needs_profile())
+        }) {
             return Err(PlanError::MatrixVariant(*v));
         }
         if req.profile.is_some() {
