@@ -69,6 +69,13 @@ pub struct RunArgs {
     /// debian=/usr/sbin/mariadbd): gated and benchmarked with the variants, never packaged.
     #[arg(long = "binary", value_parser = contender)]
     binaries: Vec<pgoforge::bench::plan::Contender>,
+    /// Leave out Debian's own server of the built release. By default a run of a Debian recipe
+    /// of this machine's distribution downloads it (the binary package, e.g. mariadb-server-core
+    /// at the built version, unpacked into the work dir; nothing installed) and benchmarks it as
+    /// `debian` beside the variants: the report's first table is the winner against it, its gain
+    /// over the baseline beside. One more contender's share of the benchmark.
+    #[arg(long)]
+    no_distro: bool,
     #[command(flatten)]
     work: WorkDirArgs,
     /// Install missing dependencies with apt (as root, or through sudo).
@@ -233,6 +240,22 @@ fn ensure_deps(
     deps::install(&check)
 }
 
+/// Debian's server of the built release, unless left out, the source is the user's, or a
+/// `--binary debian=…` names it already.
+fn distro(
+    a: &RunArgs,
+    recipe: &pgoforge::recipe::Recipe,
+) -> Option<pgoforge::source::distro::DistroServer> {
+    let named = a
+        .binaries
+        .iter()
+        .any(|b| b.name == pgoforge::source::distro::NAME);
+    if a.no_distro || a.source.source.is_some() || named {
+        return None;
+    }
+    pgoforge::source::distro::DistroServer::of_recipe(recipe)
+}
+
 pub fn main(a: RunArgs) -> Result<i32> {
     let t0 = Instant::now();
     a.bench
@@ -276,6 +299,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
     }
     let recipe_has_mtr = recipe.mtr.is_some();
     let compiler = a.compiler.find(&recipe)?;
+    let distro = distro(&a, &recipe);
     let request = RunRequest {
         recipe,
         source: a.source.source.clone(),
@@ -294,6 +318,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
         cachegrind: a.cachegrind,
         separate_bolt_builds: a.separate_bolt_builds,
         outside: a.binaries.clone(),
+        distro,
         guard: a.guard.guard(),
         allow_regression: a.allow_regression,
         min_effect: a.min_effect,
@@ -344,7 +369,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
 fn planned_power(plan: &RunPlan) -> String {
     use pgoforge::bench::{calibrate, environment::Host, stats};
     let req = &plan.request;
-    let comparisons = (plan.contenders.len().saturating_sub(1) + req.outside.len())
+    let comparisons = (plan.contenders.len().saturating_sub(1) + req.outside_count())
         * req.bench.workloads.len()
         * req.bench.threads.len();
     let floor = calibrate::read(&calibrate::path(&req.work_dir))

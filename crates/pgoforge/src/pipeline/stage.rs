@@ -29,6 +29,8 @@ pub enum StageId {
     TrainOn(String),
     /// BOLT on one binary: a contender's name, or the binary's path when run alone.
     Bolt(String),
+    /// The distribution's own server of the built release, downloaded and unpacked.
+    Distro,
     Gate,
     Mtr,
     Seed,
@@ -48,6 +50,7 @@ impl std::fmt::Display for StageId {
             StageId::Train(Some(v)) => write!(f, "train {v}"),
             StageId::TrainOn(m) => write!(f, "train @{m}"),
             StageId::Bolt(name) => write!(f, "bolt {name}"),
+            StageId::Distro => f.write_str("distro"),
             StageId::Gate => f.write_str("gate"),
             StageId::Mtr => f.write_str("mtr"),
             StageId::Seed => f.write_str("seed"),

@@ -19,6 +19,10 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
 
+/// The entry types of the two private states: source packages, binary packages.
+const SOURCES: &str = "deb-src";
+const BINARIES: &str = "deb";
+
 /// How old the private index may be before it is refreshed.
 pub const MAX_AGE: Duration = Duration::from_secs(600);
 
@@ -49,12 +53,23 @@ pub enum Freshness {
 }
 
 impl Apt {
-    /// The private state for `suite`, derived from the machine's apt sources.
+    /// The private state for `suite`'s source packages, derived from the machine's apt sources.
     pub fn for_suite(suite: &str) -> Result<Apt> {
+        Apt::open(suite, SOURCES)
+    }
+
+    /// The private state for `suite`'s binary packages (the distribution's own server, unpacked
+    /// beside the builds): a state of its own, so the source index stays as small and quick to
+    /// refresh as it was.
+    pub fn for_binaries(suite: &str) -> Result<Apt> {
+        Apt::open(suite, BINARIES)
+    }
+
+    fn open(suite: &str, types: &str) -> Result<Apt> {
         if Command::new("apt-config").arg("-v").output().is_err() {
             bail!("apt is not installed: Debian source packages are fetched with apt");
         }
-        let sources = derive_sources(&system_source_files()?, suite, &os_codename());
+        let sources = derive(&system_source_files()?, suite, &os_codename(), types);
         if sources.is_empty() {
             bail!(
                 "apt's sources name no entry for {suite} (nor the system's own release, whose \
@@ -200,6 +215,35 @@ impl Apt {
         log.add(&format!("apt-get source {package}={version}"), &out);
         Ok(out.status.success())
     }
+
+    /// Downloads binary package `package` at `version` into `dir` (apt checks its size and hash
+    /// against the index; nothing is installed); the .deb's path, or None when apt could not
+    /// (its words in `log`).
+    pub fn download(
+        &self,
+        package: &str,
+        version: &str,
+        dir: &Path,
+        log: &mut Log,
+    ) -> Result<Option<PathBuf>> {
+        let out = self
+            .command("apt-get")
+            .current_dir(dir)
+            .args(["download", "-q"])
+            .arg(format!("{package}={version}"))
+            .output()
+            .context("running apt-get download")?;
+        log.add(&format!("apt-get download {package}={version}"), &out);
+        if !out.status.success() {
+            return Ok(None);
+        }
+        let prefix = format!("{package}_");
+        Ok(fs::read_dir(dir)?.flatten().map(|e| e.path()).find(|p| {
+            p.extension().is_some_and(|x| x == "deb")
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+        }))
+    }
 }
 
 /// apt's own words, kept for the log the error names (the message itself is ours).
@@ -269,7 +313,7 @@ fn cache_root() -> PathBuf {
 }
 
 /// The system's release codename (bookworm), whose entry names the mirror of Debian's archive.
-fn os_codename() -> String {
+pub fn os_codename() -> String {
     fs::read_to_string("/etc/os-release")
         .unwrap_or_default()
         .lines()
@@ -323,6 +367,11 @@ fn system_source_files() -> Result<Vec<(PathBuf, String)>> {
 /// gets the entry of the system's own release (`codename`) with the suite replaced: the same
 /// mirror serves every suite of Debian's archive.
 pub fn derive_sources(files: &[(PathBuf, String)], suite: &str, codename: &str) -> Derived {
+    derive(files, suite, codename, SOURCES)
+}
+
+/// [`derive_sources`], as entries of `types` (`deb-src`, or `deb` for binary packages).
+fn derive(files: &[(PathBuf, String)], suite: &str, codename: &str, types: &str) -> Derived {
     let mut out = Derived::default();
     let mut fallback = Derived::default();
     for (path, text) in files {
@@ -339,9 +388,9 @@ pub fn derive_sources(files: &[(PathBuf, String)], suite: &str, codename: &str) 
                 .filter(|s| same_distribution(s, suite))
                 .collect();
             if !kept.is_empty() {
-                out.add(&e, &kept);
+                out.add(&e, &kept, types);
             } else if fallback.is_empty() && e.suites.iter().any(|s| s == codename) {
-                fallback.add(&e, &[&suite.to_string()]);
+                fallback.add(&e, &[&suite.to_string()], types);
             }
         }
     }
@@ -364,8 +413,8 @@ impl Derived {
         self.one_line.is_empty() && self.deb822.is_empty()
     }
 
-    fn add(&mut self, e: &Entry, suites: &[&String]) {
-        let text = e.render(suites);
+    fn add(&mut self, e: &Entry, suites: &[&String], types: &str) {
+        let text = e.render(suites, types);
         if e.deb822 {
             self.deb822.push_str(&text);
         } else {
@@ -386,11 +435,11 @@ struct Entry {
 }
 
 impl Entry {
-    fn render(&self, suites: &[&String]) -> String {
+    fn render(&self, suites: &[&String], types: &str) -> String {
         let suites: Vec<&str> = suites.iter().map(|s| s.as_str()).collect();
         if self.deb822 {
             format!(
-                "Types: deb-src\nSuites: {}\n{}\n\n",
+                "Types: {types}\nSuites: {}\n{}\n\n",
                 suites.join(" "),
                 self.options.trim_end()
             )
@@ -404,7 +453,7 @@ impl Entry {
                 .iter()
                 .map(|s| {
                     format!(
-                        "deb-src {opts}{} {s} {}\n",
+                        "{types} {opts}{} {s} {}\n",
                         self.uris.join(" "),
                         self.components.join(" ")
                     )

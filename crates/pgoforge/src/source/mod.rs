@@ -15,6 +15,7 @@ use crate::recipe::{Recipe, SourceSpec};
 
 pub mod apt;
 mod debian;
+pub mod distro;
 pub mod probe;
 pub use debian::from_origin as debian_from_origin;
 pub mod release;

@@ -62,6 +62,7 @@ fn request(
         compiler,
         variants: vec![variant.parse().unwrap()],
         cpu_level: None,
+        distro: None,
         profile,
         mixes: vec![NamedMix {
             name: "oltp".into(),

@@ -48,6 +48,41 @@ fn workloads(p: &Value) -> Vec<String> {
         .collect()
 }
 
+/// By default a run on Debian 12 benchmarks Debian's own server of the release it builds, after
+/// the builds and before the gate; `--no-distro`, `--source` and a `--binary debian=` leave it
+/// out. On another distribution there is no such server to download (a bookworm source's server
+/// links bookworm's libraries), and the plan has none.
+#[test]
+fn the_default_run_compares_with_debians_server_of_the_built_release() {
+    let p = plan(&[]);
+    let codename = std::fs::read_to_string("/etc/os-release")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VERSION_CODENAME="))
+        .map(|v| v.trim_matches('"').to_string())
+        .unwrap_or_default();
+    let stages: Vec<&str> = p["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .map(|s| s.as_str().expect("a stage"))
+        .collect();
+    if codename == "bookworm" {
+        let d = &p["request"]["distro"];
+        assert_eq!(d["package"], "mariadb-server-core", "{d}");
+        assert_eq!(d["version"], p["request"]["recipe"]["source"]["version"]);
+        let at = |x: &str| stages.iter().position(|y| *y == x);
+        assert!(at("distro").is_some() && at("distro") < at("gate"), "{stages:?}");
+    } else {
+        assert!(p["request"].get("distro").is_none());
+    }
+    for off in [&["--no-distro"][..], &["--binary", "debian=/bin/true"]] {
+        let p = plan(off);
+        assert!(p["request"].get("distro").is_none(), "{off:?}");
+        assert!(!p["stages"].to_string().contains("\"distro\""), "{off:?}");
+    }
+}
+
 #[test]
 fn the_default_run_trains_on_oltp_and_tpcc_and_holds_out_select_random_ranges() {
     let p = plan(&[]);
@@ -168,6 +203,8 @@ fn too_few_rounds_for_the_runs_comparisons_are_refused_before_any_build() {
                 "pgo+lto",
                 "--workloads",
                 "oltp_read_only,oltp_read_write",
+                // One comparison per workload: Debian's server (its own test below) left out.
+                "--no-distro",
             ])
             .args(extra)
             .output()

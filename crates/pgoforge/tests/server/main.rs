@@ -11,6 +11,7 @@ mod cli_oltp;
 mod client_host;
 mod cpu_level;
 mod deploy;
+mod distro;
 mod interop;
 mod mirror;
 mod release;

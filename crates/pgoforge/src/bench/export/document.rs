@@ -184,6 +184,7 @@ pub fn warnings(r: &Report) -> Vec<String> {
 /// (none when the report has nothing of its kind). A new section is one function and one entry.
 const SECTIONS: &[fn(&Report) -> Vec<Block>] = &[
     title,
+    headline,
     setup,
     method,
     adaptive_rounds,
@@ -220,6 +221,44 @@ fn title(r: &Report) -> Vec<Block> {
             .collect::<Vec<_>>()
             .join(" vs ")
     ))]
+}
+
+/// The winner against Debian's own server, first: what a user replacing it gains.
+fn headline(r: &Report) -> Vec<Block> {
+    match &r.headline {
+        Some(h) => vec![Block::Counts(h.sentence(), headline_table(h))],
+        None => Vec::new(),
+    }
+}
+
+/// The headline's cells: the gain over the distribution's server with its verdict, the gain
+/// over the baseline, and both servers' CPU per transaction.
+pub fn headline_table(h: &crate::bench::report::Headline) -> Table {
+    let us = |x: Option<(f64, f64)>| x.map_or("-".into(), |(u, s)| format!("{u:.1} + {s:.1}"));
+    Table {
+        header: vec![
+            "workload".into(),
+            "threads".into(),
+            format!("{} vs {}", h.winner, h.reference),
+            format!("{} vs baseline", h.winner),
+            format!("{} server µs/txn (user + kernel)", h.winner),
+            format!("{} server µs/txn", h.reference),
+        ],
+        rows: h
+            .cells
+            .iter()
+            .map(|c| {
+                vec![
+                    c.workload.clone(),
+                    c.threads.to_string(),
+                    c.vs_reference.sentence(),
+                    c.vs_baseline.as_ref().map_or("-".into(), |k| k.sentence()),
+                    us(c.winner_us),
+                    us(c.reference_us),
+                ]
+            })
+            .collect(),
+    }
 }
 
 fn setup(r: &Report) -> Vec<Block> {

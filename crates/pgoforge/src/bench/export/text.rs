@@ -12,6 +12,14 @@ pub struct Text;
 
 pub fn text(r: &Report) -> String {
     let mut o = String::new();
+    if let Some(h) = &r.headline {
+        let _ = writeln!(
+            o,
+            "{}\n{}\n",
+            h.sentence(),
+            markdown::table(&super::document::headline_table(h)).trim_end()
+        );
+    }
     let _ = writeln!(
         o,
         "{:<16} {:<22} {:>4}  {:>10} {:>9}  {:>9}  verdict (TPS vs {})",

@@ -6,6 +6,7 @@
 //! rows stored as arrays).
 
 mod decision;
+mod headline;
 mod held_out;
 mod model;
 mod noise;
@@ -28,6 +29,7 @@ use oltp::settings::TestName;
 pub use super::environment::Environment;
 pub use decision::Decision;
 use decision::{correct_over_the_run, decide};
+pub use headline::{Headline, HeadlineCell};
 use held_out::held_out;
 pub use held_out::{is_held_out, HeldOut};
 use model::cell;
@@ -71,6 +73,10 @@ pub struct Report {
     /// What to package (absent in reports made before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<Decision>,
+    /// The first table: the winner against the distribution's own server (`debian`) of the same
+    /// release, when the run had it and something won.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headline: Option<Headline>,
     /// The workloads no profile was trained on and whether any contender regressed on them
     /// (absent when the benchmark had no training or no such workload).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -193,6 +199,14 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
     }
     let held_out = held_out(&plan, &cells, policy);
     let decision = decide(&plan, &cells, &geomeans, policy, held_out.as_ref());
+    let environment = environment(dir, &records);
+    let headline = headline::headline(
+        &plan,
+        &cells,
+        &decision,
+        policy.min_effect,
+        &environment.server_versions,
+    );
     let own_noise = own_noise(&plan, &cells, policy.min_effect);
     let pooled_noise = pooled_noise::pooled_noise(&plan, &cells, policy.min_effect);
     if let Some(n) = &own_noise {
@@ -204,7 +218,7 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
         source_release: crate::source::release::read_copy(dir)?,
         position_effect: position_effect(&plan, &records, &cells),
         network: network(&records),
-        environment: environment(dir, &records),
+        environment,
         cachegrind: super::cachegrind::read_records(dir)?,
         cachegrind_skipped: super::cachegrind::read_skipped(dir)?,
         orders: orders(&records),
@@ -221,6 +235,7 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
             })
             .collect(),
         decision: Some(decision),
+        headline,
         held_out,
         own_noise,
         pooled_noise,
@@ -684,6 +699,7 @@ mod tests {
             noise_floor: None,
             gate: None,
             decision: Some(d),
+            headline: None,
             held_out: Some(h),
             own_noise: None,
             pooled_noise: None,
@@ -802,6 +818,45 @@ mod tests {
         );
         assert_eq!(d.winner.as_deref(), Some("pgo"));
         assert_eq!(d.runner_up, None);
+        // The headline: the winner against Debian's server, paired by round (1.2 / 1.5), with
+        // the gain over the baseline beside it; the versions say whether it is the same release.
+        let mut cells = vec![
+            cell("pgo", "a", 1.2, &W),
+            cell("debian", "a", 1.5, &W),
+            cell("pgo", "b", 1.4, &W),
+            cell("debian", "b", 1.0, &W),
+        ];
+        correct_over_the_run(&mut cells, &p2, None);
+        let versions: BTreeMap<String, String> = [
+            ("pgo".to_string(), "10.11.18-MariaDB-pgo".to_string()),
+            (
+                "debian".to_string(),
+                "10.11.19-MariaDB-0+deb12u1".to_string(),
+            ),
+        ]
+        .into();
+        let h = headline::headline(&p2, &cells, &d, None, &versions).unwrap();
+        assert_eq!((h.winner.as_str(), h.reference.as_str()), ("pgo", "debian"));
+        assert_eq!(h.cells.len(), 2);
+        assert!((h.cells[0].vs_reference.ratio - 0.8).abs() < 1e-9);
+        assert!((h.cells[1].vs_reference.ratio - 1.4).abs() < 1e-9);
+        assert!(h.cells[1].vs_reference.significant);
+        // Holm over the headline's two cells: the second tested at α/2 or α.
+        assert!(h
+            .cells
+            .iter()
+            .all(|c| c.vs_reference.adjusted_alpha.is_some()));
+        assert!((h.cells[0].vs_baseline.as_ref().unwrap().ratio - 1.2).abs() < 0.01);
+        assert!(h
+            .sentence()
+            .contains("another release — 10.11.19 against the built 10.11.18"));
+        // No reference in the run, or nothing won: no headline.
+        assert!(headline::headline(&p, &cells, &d, None, &versions).is_none());
+        let none = Decision {
+            winner: None,
+            ..d.clone()
+        };
+        assert!(headline::headline(&p2, &cells, &none, None, &versions).is_none());
         // Too few rounds for the exact test: nothing wins, and the cell says why.
         let mut cells = vec![cell("pgo", "a", 1.3, &W[..4])];
         correct_over_the_run(&mut cells, &p, None);

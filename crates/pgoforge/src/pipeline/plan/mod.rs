@@ -68,6 +68,11 @@ pub struct RunRequest {
     /// Servers the run did not build, compared as they are (e.g. the distribution's); gated and
     /// benchmarked, never packaged.
     pub outside: Vec<crate::bench::plan::Contender>,
+    /// The distribution's own server of the built release, downloaded by the run's `distro`
+    /// stage and compared like an outside server (`debian`): the report's first table is the
+    /// winner against it. None: `--no-distro`, or a source that is not this distribution's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distro: Option<crate::source::distro::DistroServer>,
     /// What the benchmark does on a busy machine (not part of any stage's key).
     #[serde(skip)]
     pub guard: crate::bench::load::Guard,
@@ -187,6 +192,24 @@ pub struct PlannedContender {
 }
 
 impl RunRequest {
+    /// The servers the run benchmarks but did not build: `--binary`'s and the distribution's.
+    pub fn outside_count(&self) -> usize {
+        self.outside.len() + usize::from(self.distro.is_some())
+    }
+
+    /// Their names, as the benchmark's plan lists them reference-only (never packaged).
+    pub fn outside_names(&self) -> Vec<String> {
+        self.outside
+            .iter()
+            .map(|c| c.name.clone())
+            .chain(
+                self.distro
+                    .as_ref()
+                    .map(|_| crate::source::distro::NAME.to_string()),
+            )
+            .collect()
+    }
+
     /// The first training mix: the one BOLT's profiling run and cs-pgo's second training use.
     pub fn mix(&self) -> &Mix {
         &self.mixes[0].mix
@@ -253,7 +276,7 @@ impl RunPlan {
         check_outside(&req, &p.contenders)?;
         if !req.auto_rounds && !req.allow_few_rounds {
             // A benchmark that can never be significant is refused now, not after the builds.
-            let comparisons = (p.contenders.len() - 1 + req.outside.len())
+            let comparisons = (p.contenders.len() - 1 + req.outside_count())
                 * req.bench.workloads.len()
                 * req.bench.threads.len();
             let needed = crate::bench::stats::rounds_needed(comparisons);
@@ -268,7 +291,7 @@ impl RunPlan {
         }
         if req.auto_rounds {
             req.bench = req.bench.clone().with_rounds_for(
-                p.contenders.len() + req.outside.len() + usize::from(req.aa),
+                p.contenders.len() + req.outside_count() + usize::from(req.aa),
                 OrderScheme::Williams,
             );
         }
@@ -281,7 +304,7 @@ impl RunPlan {
         for b in &mut builds {
             b.compiles = env.cluster.placement(b.variant, &req.compiler);
         }
-        let servers = contenders.len() + req.outside.len() + usize::from(req.aa);
+        let servers = contenders.len() + req.outside_count() + usize::from(req.aa);
         let bench_estimate_seconds =
             crate::bench::estimate::wall_time(&req.bench, servers).as_secs();
         Ok(RunPlan {
@@ -489,6 +512,12 @@ impl Planned {
 
 /// The servers the run did not build (`--binary`): names not taken, binaries that exist.
 fn check_outside(req: &RunRequest, contenders: &[PlannedContender]) -> Result<()> {
+    if req.distro.is_some() {
+        let name = crate::source::distro::NAME;
+        if contenders.iter().any(|c| c.name == name) || req.outside.iter().any(|o| o.name == name) {
+            return Err(PlanError::NameTaken(name.into()).into());
+        }
+    }
     for o in &req.outside {
         let control = req.aa && o.name == crate::bench::plan::AA_CONTROL;
         if o.name == "baseline" || control || contenders.iter().any(|c| c.name == o.name) {
@@ -539,6 +568,7 @@ mod tests {
             },
             variants: variants.iter().map(|v| v.parse().unwrap()).collect(),
             cpu_level: None,
+            distro: None,
             profile: None,
             mixes: vec![NamedMix {
                 name: "oltp".into(),
@@ -732,6 +762,46 @@ mod tests {
         assert_eq!(j[2]["profile"], "own");
     }
 
+    fn debian() -> crate::source::distro::DistroServer {
+        crate::source::distro::DistroServer {
+            package: "mariadb-server-core".into(),
+            version: "1:10.11.18-0+deb12u1".into(),
+            suite: "bookworm".into(),
+        }
+    }
+
+    #[test]
+    fn debians_server_is_fetched_after_the_builds_gated_and_counted_as_a_comparison() {
+        let mut r = request(&["pgo"]);
+        r.distro = Some(debian());
+        let p = crate::pipeline::resolve(r.clone(), &with_bolt()).unwrap();
+        let stages: Vec<String> = p.stages.iter().map(ToString::to_string).collect();
+        let at = |x: &str| stages.iter().position(|y| y == x).unwrap();
+        assert!(
+            at("build pgo") < at("distro") && at("distro") < at("gate"),
+            "{stages:?}"
+        );
+        let j = serde_json::to_value(&p.request).unwrap();
+        assert_eq!(j["distro"]["package"], "mariadb-server-core");
+        // pgo and debian against the baseline on the quick spec's two workloads: four
+        // comparisons, which the rounds enough for two (without debian) cannot show.
+        assert_eq!(r.bench.workloads.len(), 2);
+        r.allow_few_rounds = false;
+        r.bench.rounds = crate::bench::stats::rounds_needed(2) as u32;
+        assert!(crate::bench::stats::rounds_needed(4) > crate::bench::stats::rounds_needed(2));
+        let e = crate::pipeline::resolve(r.clone(), &with_bolt()).unwrap_err();
+        assert!(e.to_string().contains("makes 4 comparisons"), "{e}");
+        r.distro = None;
+        assert!(crate::pipeline::resolve(r, &with_bolt()).is_ok());
+        // Without it, no stage and no field.
+        let p = crate::pipeline::resolve(request(&["pgo"]), &with_bolt()).unwrap();
+        assert!(!p.stages.iter().any(|s| s.to_string() == "distro"));
+        assert!(serde_json::to_value(&p.request)
+            .unwrap()
+            .get("distro")
+            .is_none());
+    }
+
     #[test]
     fn each_code_generation_trains_its_own_profile_and_cpu_level_reaches_every_build() {
         let names = |p: &RunPlan| -> Vec<String> {
@@ -903,6 +973,10 @@ mod tests {
             e(outside("debian", "/nonexistent/mariadbd"), &with_bolt()),
             PlanError::NoSuchBinary { .. }
         ));
+        // Debian's server planned, and a --binary under its name too: one name, two servers.
+        let mut r = outside("debian", "/bin/true");
+        r.distro = Some(debian());
+        assert_eq!(e(r, &with_bolt()), PlanError::NameTaken("debian".into()));
         assert!(crate::pipeline::resolve(outside("debian", "/bin/true"), &with_bolt()).is_ok());
         let nb = e(request(&["pgo+bolt"]), &Env::default());
         assert!(matches!(nb, PlanError::NoBolt { .. }));

@@ -98,7 +98,7 @@ impl BenchStage {
                 pin: true,
                 seed,
                 order_scheme: OrderScheme::Williams,
-                reference_only: req.outside.iter().map(|c| c.name.clone()).collect(),
+                reference_only: req.outside_names(),
                 trained_on: if trained && !req.is_matrix() {
                     let mut v: Vec<_> = req.mix().phases.iter().map(|p| p.test).collect();
                     v.dedup();

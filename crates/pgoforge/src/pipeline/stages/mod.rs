@@ -6,6 +6,7 @@ pub mod bench;
 pub mod bolt;
 pub mod build;
 pub mod cachegrind;
+pub mod distro;
 pub mod gate;
 pub mod mtr;
 pub mod package;
@@ -33,6 +34,7 @@ use super::tail::Step;
 /// The stages after the builds, in the order a run runs them; each says itself when a run has it.
 /// A new stage after the builds is a file here and an entry in this list.
 pub(super) const AFTER_BUILDS: &[&dyn Step] = &[
+    &distro::DistroStep,
     &gate::GateStep,
     &mtr::MtrStep,
     &seed::SeedStep,
