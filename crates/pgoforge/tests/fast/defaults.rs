@@ -72,7 +72,10 @@ fn the_default_run_compares_with_debians_server_of_the_built_release() {
         assert_eq!(d["package"], "mariadb-server-core", "{d}");
         assert_eq!(d["version"], p["request"]["recipe"]["source"]["version"]);
         let at = |x: &str| stages.iter().position(|y| *y == x);
-        assert!(at("distro").is_some() && at("distro") < at("gate"), "{stages:?}");
+        assert!(
+            at("distro").is_some() && at("distro") < at("gate"),
+            "{stages:?}"
+        );
     } else {
         assert!(p["request"].get("distro").is_none());
     }

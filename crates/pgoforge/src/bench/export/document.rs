@@ -240,9 +240,11 @@ pub fn headline_table(h: &crate::bench::report::Headline) -> Table {
             "workload".into(),
             "threads".into(),
             format!("{} vs {}", h.winner, h.reference),
+            format!("capacity vs {}", h.reference),
             format!("{} vs baseline", h.winner),
             format!("{} server µs/txn (user + kernel)", h.winner),
             format!("{} server µs/txn", h.reference),
+            "user-space ceiling (Amdahl)".into(),
         ],
         rows: h
             .cells
@@ -252,9 +254,13 @@ pub fn headline_table(h: &crate::bench::report::Headline) -> Table {
                     c.workload.clone(),
                     c.threads.to_string(),
                     c.vs_reference.sentence(),
+                    c.capacity_vs_reference
+                        .as_ref()
+                        .map_or("-".into(), capacity_cell),
                     c.vs_baseline.as_ref().map_or("-".into(), |k| k.sentence()),
                     us(c.winner_us),
                     us(c.reference_us),
+                    c.ceiling().map_or("-".into(), |x| x.cell()),
                 ]
             })
             .collect(),

@@ -7,10 +7,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::model::Cell;
+use super::model::{capacity_rounds, Cell};
 use super::Decision;
 use crate::bench::plan::BenchPlan;
+use crate::bench::run_dir::Record;
+use crate::bench::stats::pair_by_round;
 use crate::bench::stats::{compare, Better, Comparison};
+use oltp::settings::TestName;
 
 /// The contender a headline compares with: the distribution's server, however it came in
 /// (the run's `distro` stage, or `--binary debian=…`).
@@ -38,12 +41,72 @@ pub struct HeadlineCell {
     /// The winner against the run's baseline, as the results table has it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vs_baseline: Option<Comparison>,
+    /// Transactions per server-CPU second, the winner's over the reference's, paired by round
+    /// (Holm over the headline's cells apart from throughput's): what a fleet sized by CPU gains.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_vs_reference: Option<Comparison>,
     /// The winner's and the reference's server CPU per transaction, µs (user, kernel), medians
     /// over the cell's runs (absent in runs that did not record it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub winner_us: Option<(f64, f64)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference_us: Option<(f64, f64)>,
+}
+
+/// What a user-space optimization can do to a cell at most (Amdahl): only the user part of
+/// the server's CPU per transaction shrinks; the kernel's (the socket, the scheduler) stays.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ceiling {
+    /// The reference's user share of its server CPU per transaction.
+    pub user_share: f64,
+    /// The capacity ratio with the user part gone entirely: 1 / (1 − user share).
+    pub max_ratio: f64,
+    /// How much of the reference's user time per transaction the winner cut (0.4: 40 % less).
+    pub user_cut: f64,
+    /// The capacity ratio that cut alone gives with the kernel part unchanged:
+    /// 1 / (1 − user share × cut).
+    pub expected_ratio: f64,
+}
+
+impl Ceiling {
+    fn of(winner: (f64, f64), reference: (f64, f64)) -> Option<Ceiling> {
+        let (wu, _) = winner;
+        let (ru, rs) = reference;
+        if !(ru > 0.0 && rs >= 0.0 && wu >= 0.0) {
+            return None;
+        }
+        let user_share = ru / (ru + rs);
+        let user_cut = 1.0 - wu / ru;
+        Some(Ceiling {
+            user_share,
+            max_ratio: 1.0 / (1.0 - user_share),
+            user_cut,
+            expected_ratio: 1.0 / (1.0 - user_share * user_cut),
+        })
+    }
+
+    /// `user 46%: at most +85%; user −49% → +29%` in a table cell.
+    pub fn cell(&self) -> String {
+        let pct = |r: f64| (r - 1.0) * 100.0;
+        let max = if self.max_ratio.is_finite() {
+            format!("at most {:+.0}%", pct(self.max_ratio))
+        } else {
+            "no kernel part".into()
+        };
+        format!(
+            "user {:.0}%: {max}; user {:+.0}% → {:+.0}%",
+            self.user_share * 100.0,
+            -self.user_cut * 100.0,
+            pct(self.expected_ratio)
+        )
+    }
+}
+
+impl HeadlineCell {
+    /// The Amdahl ceiling of the cell, when both servers' CPU per transaction was recorded.
+    pub fn ceiling(&self) -> Option<Ceiling> {
+        Ceiling::of(self.winner_us?, self.reference_us?)
+    }
 }
 
 impl Headline {
@@ -62,10 +125,14 @@ impl Headline {
             _ => "(its release not recorded)".into(),
         };
         format!(
-            "{} against Debian's own server {release} ({}): what replacing it gains, paired by \
-             round, Holm's correction over these {} cells; the gain over pgoforge's own baseline \
-             build beside it, and each server's CPU per transaction (user + kernel µs: a \
-             compiler shortens only the user part).",
+            "{} against Debian's own server {release} ({}): what replacing it gains in \
+             throughput and in capacity (transactions per server-CPU second), paired by round, \
+             Holm's correction over these {} cells each; the gain over pgoforge's own baseline \
+             build beside it, and each server's CPU per transaction (user + kernel µs). A \
+             compiler shortens only the user part: the last column gives the reference's user \
+             share, the capacity gain a user-space optimization could reach at most (all user \
+             time gone), and the winner's user-time cut with the capacity gain that cut alone \
+             gives with the kernel part unchanged.",
             self.winner,
             self.reference,
             self.cells.len()
@@ -88,6 +155,7 @@ fn per_txn(c: &Cell) -> Option<(f64, f64)> {
 pub(super) fn headline(
     plan: &BenchPlan,
     cells: &[Cell],
+    records: &[Record],
     decision: &Decision,
     min_effect: Option<f64>,
     versions: &std::collections::BTreeMap<String, String>,
@@ -103,10 +171,21 @@ pub(super) fn headline(
             let r = cells.iter().find(|r| {
                 r.contender == REFERENCE && r.workload == w.workload && r.threads == w.threads
             })?;
+            let capacity = |name: &str| {
+                let test: TestName = w.workload.parse().ok()?;
+                Some(capacity_rounds(records, name, test, w.threads))
+            };
+            let capacity_vs_reference = match (capacity(REFERENCE), capacity(winner)) {
+                (Some(r), Some(v)) if pair_by_round(&r, &v).len() >= 2 => {
+                    Some(compare(&r, &v, Better::Higher))
+                }
+                _ => None,
+            };
             Some(HeadlineCell {
                 workload: w.workload.clone(),
                 threads: w.threads,
                 vs_reference: compare(&r.tps_rounds, &w.tps_rounds, Better::Higher),
+                capacity_vs_reference,
                 vs_baseline: w.tps_vs_baseline.clone(),
                 winner_us: per_txn(w),
                 reference_us: per_txn(r),
@@ -118,6 +197,11 @@ pub(super) fn headline(
     }
     let mut fam: Vec<&mut Comparison> = out.iter_mut().map(|c| &mut c.vs_reference).collect();
     Comparison::apply_holm_with(&mut fam, Better::Higher, min_effect);
+    let mut fam: Vec<&mut Comparison> = out
+        .iter_mut()
+        .filter_map(|c| c.capacity_vs_reference.as_mut())
+        .collect();
+    Comparison::apply_holm_with(&mut fam, Better::Higher, min_effect);
     Some(Headline {
         winner_version: versions.get(winner).cloned(),
         reference_version: versions.get(REFERENCE).cloned(),
@@ -125,4 +209,25 @@ pub(super) fn headline(
         reference: REFERENCE.into(),
         cells: out,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ceiling_is_amdahls_over_the_user_part() {
+        // Issue 57's point_select cell: Debian 10.1 + 11.7 µs, clang pgo+lto 5.2 + 12.7 µs.
+        let c = Ceiling::of((5.2, 12.7), (10.1, 11.7)).unwrap();
+        assert!((c.user_share - 0.4633).abs() < 1e-3, "{c:?}");
+        assert!((c.max_ratio - 1.8636).abs() < 1e-3, "{c:?}");
+        assert!((c.user_cut - 0.4851).abs() < 1e-3, "{c:?}");
+        assert!((c.expected_ratio - 1.2902).abs() < 1e-3, "{c:?}");
+        assert_eq!(c.cell(), "user 46%: at most +86%; user -49% → +29%");
+        // Nothing recorded, or no user time at all: no ceiling to state.
+        assert!(Ceiling::of((1.0, 1.0), (0.0, 2.0)).is_none());
+        assert!(Ceiling::of((f64::NAN, 1.0), (1.0, 2.0)).is_none());
+        let all_user = Ceiling::of((1.0, 0.0), (2.0, 0.0)).unwrap();
+        assert!(all_user.cell().starts_with("user 100%: no kernel part"));
+    }
 }

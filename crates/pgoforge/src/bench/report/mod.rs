@@ -29,7 +29,7 @@ use oltp::settings::TestName;
 pub use super::environment::Environment;
 pub use decision::Decision;
 use decision::{correct_over_the_run, decide};
-pub use headline::{Headline, HeadlineCell};
+pub use headline::{Ceiling, Headline, HeadlineCell};
 use held_out::held_out;
 pub use held_out::{is_held_out, HeldOut};
 use model::cell;
@@ -203,6 +203,7 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
     let headline = headline::headline(
         &plan,
         &cells,
+        &records,
         &decision,
         policy.min_effect,
         &environment.server_versions,
@@ -835,7 +836,7 @@ mod tests {
             ),
         ]
         .into();
-        let h = headline::headline(&p2, &cells, &d, None, &versions).unwrap();
+        let h = headline::headline(&p2, &cells, &[], &d, None, &versions).unwrap();
         assert_eq!((h.winner.as_str(), h.reference.as_str()), ("pgo", "debian"));
         assert_eq!(h.cells.len(), 2);
         assert!((h.cells[0].vs_reference.ratio - 0.8).abs() < 1e-9);
@@ -851,12 +852,12 @@ mod tests {
             .sentence()
             .contains("another release — 10.11.19 against the built 10.11.18"));
         // No reference in the run, or nothing won: no headline.
-        assert!(headline::headline(&p, &cells, &d, None, &versions).is_none());
+        assert!(headline::headline(&p, &cells, &[], &d, None, &versions).is_none());
         let none = Decision {
             winner: None,
             ..d.clone()
         };
-        assert!(headline::headline(&p2, &cells, &none, None, &versions).is_none());
+        assert!(headline::headline(&p2, &cells, &[], &none, None, &versions).is_none());
         // Too few rounds for the exact test: nothing wins, and the cell says why.
         let mut cells = vec![cell("pgo", "a", 1.3, &W[..4])];
         correct_over_the_run(&mut cells, &p, None);

@@ -119,7 +119,12 @@ impl Bound {
 
 /// Capacity per round: the round's transactions over its server CPU seconds (a sliced round's
 /// slices summed), for the rounds whose every run recorded the server's CPU.
-fn capacity_rounds(records: &[Record], name: &str, w: TestName, t: u32) -> Vec<(u32, f64)> {
+pub(super) fn capacity_rounds(
+    records: &[Record],
+    name: &str,
+    w: TestName,
+    t: u32,
+) -> Vec<(u32, f64)> {
     let mut sums: std::collections::BTreeMap<u32, Option<(f64, f64)>> =
         std::collections::BTreeMap::new();
     for r in records
