@@ -135,8 +135,9 @@ impl ReleaseCheck {
                 .iter()
                 .any(|r| r.version == *i && r.unfetchable.is_none());
             v.push(format!(
-                "the installed {sp} is {i}, not {b} as built here: Debian's binary as a --binary \
-                 contender is another release, and the .deb of this build pre-depends on {sp} \
+                "the installed {sp} is {i}, not {b} as built here: the benchmark compares with \
+                 Debian's {b} (downloaded into the work dir, not installed; the installed binary \
+                 is another release), and the .deb of this build pre-depends on {sp} \
                  (= {b}), so dpkg refuses it on this machine and changes nothing. To deploy it in \
                  Debian's place, first put the server at the built release{cmd}{loss}; or deploy \
                  the package's tarball under systemd (its README); or {build}",
