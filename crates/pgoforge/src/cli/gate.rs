@@ -112,6 +112,8 @@ fn mtr_stage<'a>(a: &'a GateArgs, recipe: &'a Recipe) -> Result<Option<MtrStage<
         server_rel: rel.to_path_buf(),
         baseline,
         candidates: a.candidates.clone(),
+        // `pgoforge gate` runs MTR on whatever it is given.
+        not_run: Vec::new(),
         identities,
     }))
 }

@@ -64,6 +64,13 @@ impl MtrGate {
     /// What a report says: a line per binary, the baseline's own failures, every regression.
     pub fn report_lines(&self) -> Vec<String> {
         let mut lines = self.summary_lines();
+        if !self.not_run.is_empty() {
+            lines.push(format!(
+                "not run on {}: not built by this run (reference only), checked by the checksum \
+                 gate alone",
+                self.not_run.join(", ")
+            ));
+        }
         if !self.baseline_failures.is_empty() {
             lines.push(format!(
                 "failing on the baseline too (not blamed on any optimization): {}",

@@ -33,6 +33,8 @@ pub struct MtrStage<'a> {
     pub source_dir: PathBuf,
     pub baseline: PathBuf,
     pub candidates: Vec<(String, PathBuf)>,
+    /// The contenders the run did not build, left out of MTR (`MtrGate::not_run`).
+    pub not_run: Vec<String>,
     /// What identifies each binary (a rebuilt binary at the same path is a new one).
     pub identities: Vec<(String, String)>,
 }
@@ -101,7 +103,7 @@ impl Stage for MtrStage<'_> {
             }
         };
         let tree = self.tree();
-        let g = mtr::gate(
+        let mut g = mtr::gate(
             &mtr::Suite {
                 tree: &tree,
                 tests: &self.tests,
@@ -114,6 +116,7 @@ impl Stage for MtrStage<'_> {
             tools_seconds,
             &failed,
         )?;
+        g.not_run = self.not_run.clone();
         for line in g.summary_lines() {
             cx.reporter.message(&stage, &line);
         }
@@ -133,6 +136,13 @@ impl<'a> MtrStage<'a> {
     ) -> Option<MtrStage<'a>> {
         let req = &plan.request;
         let spec = req.recipe.mtr.as_ref()?;
+        // What the run built: the baseline first, then its variants.
+        let built: Vec<RunContender> = contenders
+            .iter()
+            .enumerate()
+            .filter(|(i, c)| *i == 0 || c.build.is_some())
+            .map(|(_, c)| c.clone())
+            .collect();
         let (tests, args) = spec.selection(req.gate, req.mtr_tests.as_deref());
         Some(MtrStage {
             spec,
@@ -143,8 +153,13 @@ impl<'a> MtrStage<'a> {
             server_rel: req.recipe.build.binary.clone().into(),
             source_dir: src.dir.clone(),
             baseline: contenders[0].binary.clone(),
-            candidates: candidates(contenders),
-            identities: identities(contenders),
+            candidates: candidates(&built),
+            not_run: contenders[1..]
+                .iter()
+                .filter(|c| c.build.is_none())
+                .map(|c| c.name.clone())
+                .collect(),
+            identities: identities(&built),
         })
     }
 }
