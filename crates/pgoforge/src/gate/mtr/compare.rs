@@ -151,7 +151,10 @@ mod tests {
             not_run: vec!["debian".into()],
         };
         let lines = g.report_lines().join("\n");
-        assert!(lines.contains("not run on debian: not built by this run"), "{lines}");
+        assert!(
+            lines.contains("not run on debian: not built by this run"),
+            "{lines}"
+        );
         assert!(
             lines.contains("not compared on cs (skipped there, passed on the baseline): main.c")
                 && lines.contains(
