@@ -427,8 +427,10 @@ fn print_summary(out: &Outcome, r: &report::Report, total: f64) {
     }
     println!("  {:<24} {}", "total", human(total));
     println!();
-    print!("{}", pgoforge::bench::export::text::text(r));
-    for w in &out.warnings {
+    let shown = pgoforge::bench::export::text::text(r);
+    print!("{shown}");
+    // The report already states the source's warnings: each once.
+    for w in out.warnings.iter().filter(|w| !shown.contains(w.as_str())) {
         println!("warning: {w}");
     }
     println!(
