@@ -152,7 +152,7 @@ mod tests {
         };
         let lines = g.report_lines().join("\n");
         assert!(
-            lines.contains("not run on debian: not built by this run"),
+            lines.contains("not run on debian: Debian's own server"),
             "{lines}"
         );
         assert!(

@@ -69,10 +69,9 @@ pub struct MtrGate {
     /// Tests that fail on the baseline: not blamed on any optimization.
     pub baseline_failures: Vec<String>,
     pub regressions: Vec<Regression>,
-    /// Contenders the run did not build (Debian's server, `--binary`), left out of MTR: the
-    /// gate vets what the run made, and a distribution's binary is built with options (Debian's
-    /// with wsrep, whose MTR wants Galera's SST scripts) the baseline's test tree lacks. The
-    /// checksum gate still checks them.
+    /// Debian's own server, which the run downloaded as a reference (the `distro` stage), left
+    /// out of MTR: it is built with wsrep, whose MTR wants Galera's SST scripts the baseline's
+    /// test tree lacks. The checksum gate still checks it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_run: Vec<String>,
 }

@@ -66,8 +66,8 @@ impl MtrGate {
         let mut lines = self.summary_lines();
         if !self.not_run.is_empty() {
             lines.push(format!(
-                "not run on {}: not built by this run (reference only), checked by the checksum \
-                 gate alone",
+                "not run on {}: Debian's own server, a reference built with wsrep (whose MTR \
+                 needs Galera's SST scripts), checked by the checksum gate alone",
                 self.not_run.join(", ")
             ));
         }

@@ -33,7 +33,7 @@ pub struct MtrStage<'a> {
     pub source_dir: PathBuf,
     pub baseline: PathBuf,
     pub candidates: Vec<(String, PathBuf)>,
-    /// The contenders the run did not build, left out of MTR (`MtrGate::not_run`).
+    /// Debian's downloaded server, left out of MTR (`MtrGate::not_run`).
     pub not_run: Vec<String>,
     /// What identifies each binary (a rebuilt binary at the same path is a new one).
     pub identities: Vec<(String, String)>,
@@ -136,13 +136,13 @@ impl<'a> MtrStage<'a> {
     ) -> Option<MtrStage<'a>> {
         let req = &plan.request;
         let spec = req.recipe.mtr.as_ref()?;
-        // What the run built: the baseline first, then its variants.
-        let built: Vec<RunContender> = contenders
-            .iter()
-            .enumerate()
-            .filter(|(i, c)| *i == 0 || c.build.is_some())
-            .map(|(_, c)| c.clone())
-            .collect();
+        // Debian's server, which the run downloaded as a reference, is left out: it is built with
+        // wsrep, whose MTR wants Galera's SST scripts that the baseline's tree lacks (MTR refused
+        // it on the first real run). A `--binary` server the user gave is tested like a variant.
+        let distro = |c: &RunContender| {
+            req.distro.is_some() && c.build.is_none() && c.name == crate::source::distro::NAME
+        };
+        let built: Vec<RunContender> = contenders.iter().filter(|c| !distro(c)).cloned().collect();
         let (tests, args) = spec.selection(req.gate, req.mtr_tests.as_deref());
         Some(MtrStage {
             spec,
@@ -154,9 +154,9 @@ impl<'a> MtrStage<'a> {
             source_dir: src.dir.clone(),
             baseline: contenders[0].binary.clone(),
             candidates: candidates(&built),
-            not_run: contenders[1..]
+            not_run: contenders
                 .iter()
-                .filter(|c| c.build.is_none())
+                .filter(|c| distro(c))
                 .map(|c| c.name.clone())
                 .collect(),
             identities: identities(&built),
