@@ -73,7 +73,8 @@ pub struct RunArgs {
     /// of this machine's distribution downloads it (the binary package, e.g. mariadb-server-core
     /// at the built version, unpacked into the work dir; nothing installed) and benchmarks it as
     /// `debian` beside the variants: the report's first table is the winner against it, its gain
-    /// over the baseline beside. One more contender's share of the benchmark.
+    /// over the baseline beside. One more contender's share of the benchmark (a train × evaluate
+    /// matrix leaves it out: it compares training mixes).
     #[arg(long)]
     no_distro: bool,
     #[command(flatten)]
@@ -240,8 +241,9 @@ fn ensure_deps(
     deps::install(&check)
 }
 
-/// Debian's server of the built release, unless left out, the source is the user's, or a
-/// `--binary debian=…` names it already.
+/// Debian's server of the built release, unless left out, the run is a matrix (its question is
+/// the training mix, and a fifth contender doubles its Williams blocks), the source is the
+/// user's, or a `--binary debian=…` names it already.
 fn distro(
     a: &RunArgs,
     recipe: &pgoforge::recipe::Recipe,
@@ -250,7 +252,7 @@ fn distro(
         .binaries
         .iter()
         .any(|b| b.name == pgoforge::source::distro::NAME);
-    if a.no_distro || a.source.source.is_some() || named {
+    if a.no_distro || a.matrix || a.source.source.is_some() || named {
         return None;
     }
     pgoforge::source::distro::DistroServer::of_recipe(recipe)

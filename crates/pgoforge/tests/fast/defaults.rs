@@ -49,8 +49,8 @@ fn workloads(p: &Value) -> Vec<String> {
 }
 
 /// By default a run on Debian 12 benchmarks Debian's own server of the release it builds, after
-/// the builds and before the gate; `--no-distro`, `--source` and a `--binary debian=` leave it
-/// out. On another distribution there is no such server to download (a bookworm source's server
+/// the builds and before the gate; `--no-distro`, `--matrix`, `--source` and a `--binary
+/// debian=` leave it out. On another distribution there is no such server to download (a bookworm source's server
 /// links bookworm's libraries), and the plan has none.
 #[test]
 fn the_default_run_compares_with_debians_server_of_the_built_release() {
@@ -79,7 +79,11 @@ fn the_default_run_compares_with_debians_server_of_the_built_release() {
     } else {
         assert!(p["request"].get("distro").is_none());
     }
-    for off in [&["--no-distro"][..], &["--binary", "debian=/bin/true"]] {
+    for off in [
+        &["--no-distro"][..],
+        &["--binary", "debian=/bin/true"],
+        &["--matrix"],
+    ] {
         let p = plan(off);
         assert!(p["request"].get("distro").is_none(), "{off:?}");
         assert!(!p["stages"].to_string().contains("\"distro\""), "{off:?}");
