@@ -31,6 +31,15 @@ pub fn parse_list(s: &str) -> Result<Vec<usize>> {
     Ok(set.into_iter().collect())
 }
 
+/// The value of the first `key : value` line of a /proc/cpuinfo text (`model name`, `flags`):
+/// every CPU of a machine lists the same instruction sets and model.
+pub fn cpuinfo_field<'a>(cpuinfo: &'a str, key: &str) -> Option<&'a str> {
+    cpuinfo.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == key).then(|| v.trim())
+    })
+}
+
 pub fn online() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
@@ -51,6 +60,14 @@ pub use oltp::affinity::pin_current;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpuinfo_fields_are_read_by_their_whole_key() {
+        let info = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse2\n\nprocessor\t: 1\nflags\t\t: fpu\n";
+        assert_eq!(cpuinfo_field(info, "model name"), Some("AMD EPYC"));
+        assert_eq!(cpuinfo_field(info, "flags"), Some("fpu sse2"));
+        assert_eq!(cpuinfo_field(info, "model"), None);
+    }
 
     #[test]
     fn parses_lists_and_ranges() {

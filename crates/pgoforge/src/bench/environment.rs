@@ -45,12 +45,9 @@ impl Host {
     pub fn probe() -> Host {
         let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let field = |name: &str| {
-            cpuinfo
-                .lines()
-                .find(|l| l.split(':').next().is_some_and(|k| k.trim() == name))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
+            cpu::cpuinfo_field(&cpuinfo, name)
                 .unwrap_or_default()
+                .to_string()
         };
         let read = |p: &str| fs::read_to_string(p).unwrap_or_default().trim().to_string();
         let (kernel_version, cpu_mhz, microcode) =
@@ -77,12 +74,7 @@ impl Environment {
     pub fn probe(plan: &BenchPlan) -> Environment {
         let cpu = fs::read_to_string("/proc/cpuinfo")
             .ok()
-            .and_then(|c| {
-                c.lines()
-                    .find(|l| l.starts_with("model name"))
-                    .and_then(|l| l.split(':').nth(1))
-                    .map(|s| s.trim().to_string())
-            })
+            .and_then(|c| cpu::cpuinfo_field(&c, "model name").map(str::to_string))
             .unwrap_or_default();
         let kernel = fs::read_to_string("/proc/sys/kernel/osrelease")
             .unwrap_or_default()

@@ -201,12 +201,8 @@ impl FromStr for CpuLevel {
 /// The flags of the first `flags` line of a /proc/cpuinfo text (every CPU of a machine has the
 /// same; a hybrid CPU's cores share their instruction set).
 pub fn cpuinfo_flags(cpuinfo: &str) -> Vec<String> {
-    cpuinfo
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            (k.trim() == "flags").then(|| v.split_whitespace().map(str::to_string).collect())
-        })
+    crate::server::cpu::cpuinfo_field(cpuinfo, "flags")
+        .map(|v| v.split_whitespace().map(str::to_string).collect())
         .unwrap_or_default()
 }
 

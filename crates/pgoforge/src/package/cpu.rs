@@ -89,13 +89,9 @@ impl CpuRequirement {
 
 /// The model name of a /proc/cpuinfo text.
 fn model_name(cpuinfo: &str) -> String {
-    cpuinfo
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            (k.trim() == "model name").then(|| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "the build host".into())
+    crate::server::cpu::cpuinfo_field(cpuinfo, "model name")
+        .unwrap_or("the build host")
+        .to_string()
 }
 
 /// A cpuinfo text: `path` (a stand-in CPU: /proc/cpuinfo's format, or flags alone separated by
@@ -103,7 +99,7 @@ fn model_name(cpuinfo: &str) -> String {
 pub fn read_cpuinfo(path: Option<&Path>) -> Result<String> {
     let p = path.unwrap_or(Path::new("/proc/cpuinfo"));
     let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-    if text.lines().any(|l| l.trim_start().starts_with("flags")) {
+    if crate::server::cpu::cpuinfo_field(&text, "flags").is_some() {
         Ok(text)
     } else {
         // A bare list of flags, as a fleet inventory would give them.

@@ -231,13 +231,7 @@ pub(super) fn outside_contenders(req: &RunRequest) -> Result<Vec<RunContender>> 
         .map(|c| {
             let binary = fs::canonicalize(&c.binary)
                 .with_context(|| format!("--binary {}={}", c.name, c.binary.display()))?;
-            Ok(RunContender {
-                name: c.name.clone(),
-                sha256: Some(crate::infra::fs::sha256_file(&binary)?),
-                binary,
-                build: None,
-                bolt: None,
-            })
+            RunContender::not_built(&c.name, binary)
         })
         .collect()
 }

@@ -33,6 +33,18 @@ pub struct RunContender {
 }
 
 impl RunContender {
+    /// A server the run did not build (`--binary`, Debian's): compared as it is, its hash its
+    /// identity.
+    pub fn not_built(name: &str, binary: PathBuf) -> Result<RunContender> {
+        Ok(RunContender {
+            name: name.to_string(),
+            sha256: Some(crate::infra::fs::sha256_file(&binary)?),
+            binary,
+            build: None,
+            bolt: None,
+        })
+    }
+
     /// What distinguishes this binary from any other at the same path.
     pub fn identity(&self) -> String {
         let key = match (&self.build, &self.sha256) {

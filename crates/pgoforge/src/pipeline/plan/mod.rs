@@ -402,7 +402,7 @@ impl Planned {
         codegens.sort();
         codegens.dedup();
         let gen: Variant = "pgo-gen".parse().expect("a valid variant");
-        if codegens.first().is_some_and(Codegen::is_default) {
+        if codegens.contains(&Codegen::default()) {
             self.builds
                 .push(PlannedBuild::new(gen, ProfileFrom::NoProfile));
             self.stages

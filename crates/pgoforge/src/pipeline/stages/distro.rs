@@ -62,13 +62,7 @@ impl Step for DistroStep {
             return Ok(());
         };
         match r.run(&DistroStage { server }) {
-            Ok(f) => t.contenders.push(RunContender {
-                name: NAME.into(),
-                sha256: Some(crate::infra::fs::sha256_file(&f.binary)?),
-                binary: f.binary,
-                build: None,
-                bolt: None,
-            }),
+            Ok(f) => t.contenders.push(RunContender::not_built(NAME, f.binary)?),
             Err(e) => r.warn(format!(
                 "the run goes on without Debian's own server to compare with: {e:#} \
                  (--no-distro leaves it out of the plan)"
