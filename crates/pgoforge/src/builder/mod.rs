@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod codegen;
 pub mod host;
 pub mod opt_level;
+pub mod paths;
 pub mod pch;
 pub mod variant;
 
@@ -86,6 +87,19 @@ pub struct BuildOutput {
     /// The build host (`--build-host`) it was built on (absent: built here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub built_on: Option<String>,
+    /// Built with the source and build directories mapped to fixed names and the source's date
+    /// (builder/paths.rs): the same inputs give the same binary in any work dir. False for
+    /// builds made before 2026-12-05, whose binaries name the paths they were built at.
+    #[serde(default)]
+    pub path_neutral: bool,
+    /// The profile was trained in another source directory and its static-function records
+    /// were moved to this one (absent: used as stored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_relocated: Option<paths::Relocation>,
+    /// The profile as given (the store's, or `--profile`'s path): what a package's rebuild
+    /// sidecar copies (absent in builds made before 2026-12-05).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_path: Option<PathBuf>,
     pub log: PathBuf,
     /// True when this result came from the cache.
     #[serde(skip)]
@@ -278,12 +292,13 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
     // The cluster's cores set -j for the compiles; links (LTO's partitions) stay at the local
     // cores.
     let compile_jobs = remote.map_or(jobs, |c| jobs.max(c.cpus as usize));
+    let relocated = relocate_profile(req, &dir)?;
     let flags = variant::flags(&variant::FlagInputs {
         variant: v,
         compiler: req.compiler,
         pgo_style: req.recipe.build.pgo_style,
         gen_dir: &gen_dir,
-        profile: req.profile,
+        profile: relocated.as_ref().map(|(p, _)| p).or(req.profile),
         build_dir: &build_dir,
         link_jobs: jobs,
         version_suffix_arg: req.recipe.build.version_suffix_arg.as_deref(),
@@ -331,6 +346,10 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
         targets: req.recipe.build.targets.clone(),
         distributed,
         built_on: None,
+        path_neutral: !paths::prefix_maps(req.compiler.family, &req.source.dir, &build_dir)
+            .is_empty(),
+        profile_relocated: relocated.map(|(_, r)| r),
+        profile_path: req.profile.map(|p| p.path().to_path_buf()),
         log: log_path,
         dir: dir.clone(),
         build_dir,
@@ -338,6 +357,24 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
     };
     crate::infra::fs::write_json(&dir.join("build.json"), &out)?;
     Ok(out)
+}
+
+/// The request's clang profile moved to this build's source tree, when it was trained in
+/// another (builder/paths.rs); None: the stored profile is used as it is.
+fn relocate_profile(
+    req: &BuildRequest,
+    dir: &Path,
+) -> Result<Option<(ProfileInput, paths::Relocation)>> {
+    let Some(ProfileInput::Profdata(p)) = req.profile else {
+        return Ok(None);
+    };
+    if req.compiler.family != FlagFamily::Clang {
+        return Ok(None);
+    }
+    let out = paths::relocated_profile_path(dir);
+    let r = paths::relocate_profdata(req.compiler.profdata()?, p, &req.source.dir, &out)
+        .with_context(|| format!("relocating the profile {} to this source", p.display()))?;
+    Ok(r.map(|r| (ProfileInput::Profdata(out), r)))
 }
 
 /// CMake's configure step for the request (the precompiled headers written, or removed when
@@ -383,6 +420,7 @@ fn configure(
 fn compile(req: &BuildRequest, build_dir: &Path, jobs: usize, log_path: &Path) -> Result<()> {
     let v = req.variant;
     let mut make = Command::new("cmake");
+    make.env("SOURCE_DATE_EPOCH", source_date(req));
     make.arg("--build")
         .arg(build_dir)
         .arg("-j")
@@ -455,15 +493,19 @@ fn configure_command(
     remote: Option<&cluster::Cluster>,
 ) -> Command {
     let (opt_cflags, opt_defs) = opt_level::place(&req.recipe.build.cmake_args, &flags.opt);
+    // Not in the key (FlagSet): they change names in the binary, not its code (paths.rs).
+    let maps = paths::prefix_maps(req.compiler.family, &req.source.dir, build_dir);
     let cflags = flags
         .cflags
         .iter()
         .chain(&opt_cflags)
+        .chain(&maps)
         .cloned()
         .collect::<Vec<_>>()
         .join(" ");
     let ldflags = flags.ldflags.join(" ");
     let mut c = Command::new("cmake");
+    c.env("SOURCE_DATE_EPOCH", source_date(req));
     c.arg("-S")
         .arg(&req.source.dir)
         .arg("-B")
@@ -500,6 +542,11 @@ fn configure_command(
         }
     }
     c
+}
+
+/// The date the compilers give `__DATE__` and `__TIME__`: the source's (source/date.rs).
+fn source_date(req: &BuildRequest) -> String {
+    crate::source::date::source_date_epoch(Some(&req.source.dir)).to_string()
 }
 
 /// Warnings about functions or files without usable profile data, counted in the build log.

@@ -280,16 +280,49 @@ pub fn optimize_binary(
     out: &Path,
     log_file: &Path,
 ) -> Result<Option<String>> {
-    let text = run_tool(
+    // BOLT writes its command line into the binary (.note.bolt_info): it runs in the output's
+    // directory on names relative to it, so that the note names no directory of this machine
+    // and a rebuild elsewhere gets the same bytes (package/rebuild.rs).
+    let dir = out
+        .parent()
+        .with_context(|| format!("{} has no directory", out.display()))?;
+    let name = |p: &Path| -> Result<std::ffi::OsString> {
+        Ok(p.file_name()
+            .with_context(|| format!("{} has no file name", p.display()))?
+            .to_os_string())
+    };
+    let (input, output) = (name(bin)?, name(out)?);
+    let mut data = input.clone();
+    data.push(".fdata");
+    let mut links = vec![dir.join(&data)];
+    if bin.parent() != Some(dir) {
+        links.push(dir.join(&input));
+    }
+    let targets = [merged, bin];
+    for (link, target) in links.iter().zip(targets) {
+        let _ = fs::remove_file(link);
+        let target =
+            fs::canonicalize(target).with_context(|| format!("resolving {}", target.display()))?;
+        std::os::unix::fs::symlink(&target, link)
+            .with_context(|| format!("linking {} to {}", link.display(), target.display()))?;
+    }
+    let mut data_arg = std::ffi::OsString::from("-data=");
+    data_arg.push(&data);
+    let ran = run_tool(
         Command::new(&bolt.llvm_bolt)
-            .arg(bin)
+            .current_dir(dir)
+            .arg(&input)
             .arg("-o")
-            .arg(out)
-            .arg(format!("-data={}", merged.display()))
+            .arg(&output)
+            .arg(data_arg)
             .args(flags),
         "llvm-bolt (optimize)",
         log_file,
-    )?;
+    );
+    for l in &links {
+        let _ = fs::remove_file(l);
+    }
+    let text = ran?;
     if !is_bolted(out)? {
         bail!(
             "{} lacks BOLT's .note.bolt_info section: the optimization did not happen",

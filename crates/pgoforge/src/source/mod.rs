@@ -14,6 +14,7 @@ use crate::infra::fs::{hex, sha256_file};
 use crate::recipe::{Recipe, SourceSpec};
 
 pub mod apt;
+pub mod date;
 mod debian;
 pub mod distro;
 pub mod probe;

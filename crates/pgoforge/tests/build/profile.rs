@@ -254,6 +254,20 @@ fn bolt_instruments_and_optimizes_a_fixture_binary() {
         expected,
         "the BOLTed binary computes the same"
     );
+    // BOLT's note holds its command line: names relative to the output, no directory of this
+    // machine (a rebuild elsewhere gets the same bytes), and no link left behind.
+    let note = Command::new("readelf")
+        .args(["-p", ".note.bolt_info"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let note = String::from_utf8_lossy(&note.stdout);
+    assert!(
+        note.contains(" pgofix -o pgofix.bolt -data=pgofix.fdata "),
+        "{note}"
+    );
+    assert!(!note.contains(&*work.path().to_string_lossy()), "{note}");
+    assert!(!work.path().join("pgofix").exists() && !work.path().join("pgofix.fdata").exists());
     // No profile: refused.
     let none = work.path().join("none");
     fs::create_dir_all(&none).unwrap();
@@ -289,6 +303,9 @@ fn fake_gen(work: &Path) -> BuildOutput {
         cached: false,
         distributed: None,
         built_on: None,
+        path_neutral: false,
+        profile_relocated: None,
+        profile_path: None,
     }
 }
 
