@@ -13,6 +13,9 @@
 //! | 6 | a package failed verification (`package verify`: hashes, version, deployment files, start) |
 //! | 7 | the source could not be fetched: the mirror does not serve it (404), did not answer, or served a file whose checksum differs |
 //! | 8 | the package was compiled for a CPU level this machine lacks (`package verify`, and the package's own `cpu-check`) |
+//! | 9 | provenance: a package's binary or profile does not match its manifest, a profile is missing, or a rebuild sidecar belongs to another package (`package verify`, `rebuild`; the message names the file) |
+//! | 10 | `rebuild` refused: this machine's compiler, linker or BOLT is not the one the package was built with (`--allow-toolchain-change`) |
+//! | 11 | `rebuild` finished and the rebuilt binary differs from the package's (the differing sections are listed) |
 //! | 75 | the machine was too busy to benchmark (EX_TEMPFAIL: rerun when it is quiet) |
 
 /// An exit status with a meaning (the table above).
@@ -30,6 +33,12 @@ pub enum ExitStatus {
     SourceUnavailable,
     /// The package needs CPU features this machine (or the `--cpu-flags` stand-in) lacks.
     CpuUnsupported,
+    /// A binary or profile does not match its manifest, or a sidecar is another package's.
+    Provenance,
+    /// `rebuild` refused another toolchain than the package's.
+    ToolchainDiffers,
+    /// `rebuild` made another binary than the package's.
+    NotReproduced,
     Busy,
 }
 
@@ -45,6 +54,9 @@ impl ExitStatus {
             ExitStatus::VerifyFailed => 6,
             ExitStatus::SourceUnavailable => 7,
             ExitStatus::CpuUnsupported => 8,
+            ExitStatus::Provenance => 9,
+            ExitStatus::ToolchainDiffers => 10,
+            ExitStatus::NotReproduced => 11,
             ExitStatus::Busy => 75,
         }
     }
@@ -72,6 +84,13 @@ pub enum Stop {
     /// The source could not be fetched (the message names the release and the file).
     #[error("{0}")]
     SourceUnavailable(String),
+    /// A package's files, its manifest and its rebuild sidecar disagree (the message names the
+    /// file).
+    #[error("{0}")]
+    Provenance(String),
+    /// The rebuild's toolchain is not the package's (the message names both versions).
+    #[error("{0}")]
+    ToolchainDiffers(String),
 }
 
 impl Stop {
@@ -82,6 +101,8 @@ impl Stop {
             Stop::Busy { .. } => ExitStatus::Busy,
             Stop::Noisy { .. } => ExitStatus::Noisy,
             Stop::SourceUnavailable(_) => ExitStatus::SourceUnavailable,
+            Stop::Provenance(_) => ExitStatus::Provenance,
+            Stop::ToolchainDiffers(_) => ExitStatus::ToolchainDiffers,
         }
     }
 }
@@ -129,6 +150,9 @@ mod tests {
             ExitStatus::VerifyFailed,
             ExitStatus::SourceUnavailable,
             ExitStatus::CpuUnsupported,
+            ExitStatus::Provenance,
+            ExitStatus::ToolchainDiffers,
+            ExitStatus::NotReproduced,
             ExitStatus::Busy,
         ];
         let codes: std::collections::BTreeSet<i32> = all.iter().map(|s| s.code()).collect();

@@ -1,5 +1,5 @@
 //! The command line: one file per subcommand — `run` (the whole pipeline), the single steps it is
-//! made of (`build`, `train`, `bolt`, `gate`, `bench`, `report`, `package`) and the tools beside it
+//! made of (`build`, `train`, `bolt`, `gate`, `bench`, `report`, `package`, `rebuild`) and the tools beside it
 //! (`oltp`, `server`, `calibrate`, `doctor`, `recipes`); flags shared by several live in `args.rs`,
 //! exit statuses in `pgoforge::infra::exit`.
 
@@ -13,6 +13,7 @@ mod gate;
 mod oltp;
 mod package;
 mod power;
+mod rebuild;
 mod recipes;
 mod report;
 mod run;
@@ -58,6 +59,9 @@ enum Command {
     Report(report::ReportArgs),
     /// Package a variant of a finished run as a tar.zst with its manifest and SHA256SUMS.
     Package(package::PackageArgs),
+    /// Rebuild a package from its sidecar (recipe, source identity, profiles, toolchain) without
+    /// training, and compare the binary byte for byte (exit 11 when it differs).
+    Rebuild(Box<rebuild::RebuildArgs>),
     /// Measure the machine's noise floor: one server against itself (A/A), and the smallest
     /// effect a benchmark here can detect.
     Calibrate(Box<calibrate::CalibrateArgs>),
@@ -104,6 +108,7 @@ pub fn main() -> anyhow::Result<i32> {
         Command::Report(args) => report::main(args),
         Command::Run(args) => run::main(*args),
         Command::Package(args) => package::main(args),
+        Command::Rebuild(args) => rebuild::main(*args),
         Command::ClientServe => pgoforge::bench::remote::serve(),
         Command::BuildServe => pgoforge::builder::host::serve(),
     }

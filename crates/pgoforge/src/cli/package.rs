@@ -65,6 +65,11 @@ enum FromTarball {
         /// feature the server was compiled for is missing).
         #[arg(long, value_name = "FILE")]
         cpu_flags: Option<PathBuf>,
+        /// The package's rebuild sidecar [NAME.rebuild.tar.zst beside it, when there is one]:
+        /// checked to belong to the package and to carry the manifest's profiles (exit status
+        /// 9 when it does not).
+        #[arg(long, value_name = "FILE")]
+        sidecar: Option<PathBuf>,
     },
     /// Make the .deb from a package tarball (NAME.tar.zst), on any host: checked against its
     /// SHA256SUMS first.
@@ -108,7 +113,13 @@ fn make_deb(tarball: &Path, out: &Path, o: &DebOpts) -> Result<Deb> {
     Ok(d)
 }
 
-fn verify(package: &Path, no_start: bool, json: bool, cpu_flags: Option<&Path>) -> Result<i32> {
+fn verify(
+    package: &Path,
+    no_start: bool,
+    json: bool,
+    cpu_flags: Option<&Path>,
+    sidecar: Option<&Path>,
+) -> Result<i32> {
     if !package.exists() {
         pgoforge::usage!(
             "{} does not exist (give a NAME.tar.zst or the directory it was unpacked to)",
@@ -118,14 +129,18 @@ fn verify(package: &Path, no_start: bool, json: bool, cpu_flags: Option<&Path>) 
     let scratch = tempfile::Builder::new()
         .prefix("pgoforge-verify-")
         .tempdir()?;
-    let v = pgoforge::package::verify::verify(package, scratch.path(), !no_start, cpu_flags)?;
+    if let Some(s) = sidecar.filter(|s| !s.is_file()) {
+        pgoforge::usage!("--sidecar {} does not exist", s.display());
+    }
+    let v =
+        pgoforge::package::verify::verify(package, scratch.path(), !no_start, cpu_flags, sidecar)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         println!("{} ({})", v.name, v.server_version);
         for c in &v.checks {
             println!(
-                "  {:<6} {:<17} {}",
+                "  {:<6} {:<20} {}",
                 if c.ok { "ok" } else { "FAILED" },
                 c.name,
                 c.detail
@@ -138,6 +153,8 @@ fn verify(package: &Path, no_start: bool, json: bool, cpu_flags: Option<&Path>) 
                 ExitStatus::Success => "verified: the package is what its manifest says",
                 ExitStatus::CpuUnsupported =>
                     "the package is sound, but this CPU cannot run it: deploy it only where the cpu check passes",
+                ExitStatus::Provenance =>
+                    "NOT verified: the package is not what its manifest says it is made of; do not deploy it",
                 _ => "NOT verified: do not deploy this package",
             }
         );
@@ -151,9 +168,16 @@ pub fn main(a: PackageArgs) -> Result<i32> {
         no_start,
         json,
         cpu_flags,
+        sidecar,
     }) = &a.from_tarball
     {
-        return verify(package, *no_start, *json, cpu_flags.as_deref());
+        return verify(
+            package,
+            *no_start,
+            *json,
+            cpu_flags.as_deref(),
+            sidecar.as_deref(),
+        );
     }
     if let Some(FromTarball::Deb {
         tarball,
@@ -201,6 +225,12 @@ pub fn main(a: PackageArgs) -> Result<i32> {
         p.sha256,
         p.bytes as f64 / 1048576.0,
         p.files
+    );
+    println!(
+        "  rebuild sidecar {} (publish it beside the package: `pgoforge rebuild {}` makes the \
+         binary again from it)",
+        pgoforge::package::sidecar::beside(&p.path).display(),
+        p.path.display()
     );
     if let Some(d) = &d {
         show_deb(d);

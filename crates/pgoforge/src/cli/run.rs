@@ -442,11 +442,14 @@ fn print_summary(out: &Outcome, r: &report::Report, total: f64) {
     match (&out.winner, &out.package) {
         (Some(w), Some(p)) => println!(
             "Package ({w}, by the decision above): {}\n  sha256 {}  ({:.1} MiB, {} files)\n  \
+             rebuild sidecar beside it: {} (anyone can rebuild and compare: pgoforge rebuild {})\n  \
              check it on any host: pgoforge package verify {}; deploy it: README.md inside it{}",
             p.path.display(),
             p.sha256,
             p.bytes as f64 / 1048576.0,
             p.files,
+            pgoforge::package::sidecar::beside(&p.path).display(),
+            p.path.display(),
             p.path.display(),
             // The .deb replaces Debian 12's MariaDB (MySQL from Debian unstable has none to
             // replace).

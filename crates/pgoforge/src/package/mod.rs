@@ -34,7 +34,10 @@ pub struct Gain {
 pub mod cpu;
 pub mod deb;
 pub mod deploy;
+pub mod provenance;
+pub mod rebuild;
 pub mod reproducible;
+pub mod sidecar;
 pub mod unpack;
 pub mod verify;
 
@@ -79,6 +82,10 @@ pub struct Manifest {
     /// CPU without it (cpu.rs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<cpu::CpuRequirement>,
+    /// The sha256 of the packaged server binary (`bin/mariadbd`, as packed): what `package
+    /// verify` and `rebuild` hold the binary to (empty in packages made before 2026-12-05).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub binary_sha256: String,
 }
 
 /// Where a work dir's packages go.
@@ -101,6 +108,15 @@ pub struct Package {
     pub bytes: u64,
     /// Files inside, SHA256SUMS included.
     pub files: usize,
+    /// The server binary's path inside the package (`bin/mariadbd`), its sha256 and the
+    /// manifest's: what the rebuild sidecar binds itself to (absent in records made before
+    /// 2026-12-05).
+    #[serde(default)]
+    pub binary: String,
+    #[serde(default)]
+    pub binary_sha256: String,
+    #[serde(default)]
+    pub manifest_sha256: String,
 }
 
 /// The name the server binary goes by inside the package (`mariadbd.bolt` is a `mariadbd`).
@@ -326,10 +342,12 @@ pub fn package(req: &PackageRequest) -> Result<Package> {
             fs::set_permissions(&p, fs::Permissions::from_mode(0o755))?;
         }
     }
+    m.binary_sha256 = sha256_file(&bin)?;
     fs::write(
         root.join("manifest.json"),
         serde_json::to_string_pretty(&m)? + "\n",
     )?;
+    let manifest_sha256 = sha256_file(&root.join("manifest.json"))?;
     let files = write_sha256sums(&root)?;
 
     let path = req.out_dir.join(format!("{}.tar.zst", m.name));
@@ -354,11 +372,14 @@ pub fn package(req: &PackageRequest) -> Result<Package> {
         path,
         sha256,
         files: files.len() + 1,
+        binary: format!("bin/{server_name}"),
+        binary_sha256: m.binary_sha256.clone(),
+        manifest_sha256,
     })
 }
 
 /// SHA256SUMS at the package's root: every file under it, relative; returns the files listed.
-fn write_sha256sums(root: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn write_sha256sums(root: &Path) -> Result<Vec<PathBuf>> {
     let files: Vec<PathBuf> = crate::infra::fs::files_under(root, "")?
         .into_iter()
         .map(|f| f.strip_prefix(root).map(Path::to_path_buf))

@@ -43,7 +43,15 @@ impl Verification {
     /// that fails is the CPU (the package is sound, this machine cannot run it).
     pub fn status(&self) -> ExitStatus {
         let failed = |cpu: bool| self.checks.iter().any(|c| !c.ok && (c.name == CPU) == cpu);
-        if failed(false) {
+        // The more specific finding first: a binary that is not the manifest's is also one
+        // that differs from SHA256SUMS when only the binary was swapped.
+        if self
+            .checks
+            .iter()
+            .any(|c| !c.ok && c.name.starts_with(PROVENANCE))
+        {
+            ExitStatus::Provenance
+        } else if failed(false) {
             ExitStatus::VerifyFailed
         } else if failed(true) {
             ExitStatus::CpuUnsupported
@@ -55,6 +63,8 @@ impl Verification {
 
 /// The CPU check's name.
 const CPU: &str = "cpu";
+/// The provenance checks' names begin so (exit status 9).
+const PROVENANCE: &str = "provenance";
 
 /// The check of the CPU (this machine's, or the stand-in `cpuinfo`) against the manifest's
 /// requirement; None when the package asks nothing beyond x86-64.
@@ -107,6 +117,7 @@ pub fn verify(
     scratch: &Path,
     start: bool,
     cpuinfo: Option<&Path>,
+    sidecar: Option<&Path>,
 ) -> Result<Verification> {
     let root = if pkg.is_dir() {
         pkg.to_path_buf()
@@ -176,6 +187,14 @@ pub fn verify(
             ),
         ),
     });
+    checks.extend(provenance(
+        pkg,
+        &root,
+        &manifest,
+        server.as_deref(),
+        sidecar,
+        scratch,
+    ));
     checks.push(deployment(&root, &manifest, server.as_deref()));
     let cpu = cpu_check(&manifest, cpuinfo)?;
     let cpu_lacks = cpu.as_ref().is_some_and(|c| !c.ok);
@@ -199,6 +218,55 @@ pub fn verify(
         server_version: manifest.server_version.clone(),
         checks,
     })
+}
+
+/// The binary against the manifest's hash, and the rebuild sidecar (`--sidecar`, else
+/// NAME.rebuild.tar.zst beside the package when there is one) against the package
+/// (provenance.rs).
+fn provenance(
+    pkg: &Path,
+    root: &Path,
+    m: &Manifest,
+    server: Option<&Path>,
+    sidecar: Option<&Path>,
+    scratch: &Path,
+) -> Vec<Check> {
+    let as_check = |name: &str, r: Result<String>| match r {
+        Ok(d) => check(name, true, d),
+        Err(e) => check(name, false, format!("{e:#}")),
+    };
+    let mut out = Vec::new();
+    if let Some(b) = server.and_then(|b| b.strip_prefix(root).ok()) {
+        out.push(as_check(
+            "provenance: binary",
+            super::provenance::binary_matches(root, &b.to_string_lossy(), m),
+        ));
+    }
+    let beside = if pkg.is_dir() {
+        pkg.with_file_name(format!("{}.rebuild.tar.zst", m.name))
+    } else {
+        super::sidecar::beside(pkg)
+    };
+    let path = match sidecar {
+        Some(p) => p.to_path_buf(),
+        None if beside.is_file() => beside,
+        None => {
+            out.push(check(
+                "provenance: sidecar",
+                true,
+                format!(
+                    "no rebuild sidecar beside the package ({}): its profiles are not checked",
+                    beside.display()
+                ),
+            ));
+            return out;
+        }
+    };
+    let r = super::sidecar::open(&path, &scratch.join("sidecar"))
+        .and_then(|s| super::provenance::sidecar_belongs(&s, root, m))
+        .map(|d| format!("{}: {d}", path.display()));
+    out.push(as_check("provenance: sidecar", r));
+    out
 }
 
 /// The server in `bin/`: the one executable named like a server.

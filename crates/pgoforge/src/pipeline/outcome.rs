@@ -71,6 +71,11 @@ pub struct Outcome {
     pub package: Option<Package>,
     pub warnings: Vec<String>,
     pub timings: Vec<StageTiming>,
+    /// The recipe as the run resolved it (the release pinned): what a package's rebuild
+    /// sidecar carries (absent in runs recorded before 2026-12-05: the recipe is loaded again
+    /// by name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipe_resolved: Option<crate::recipe::Recipe>,
 }
 
 impl Outcome {
@@ -219,13 +224,99 @@ pub fn package_contender(
             .clone()
             .or_else(|| crate::source::debian_from_origin(&outcome.source.origin)),
         cpu,
+        binary_sha256: String::new(),
     };
-    package::package(&PackageRequest {
+    let out_dir = package::packages_dir(work);
+    let pkg = package::package(&PackageRequest {
         binary: &c.binary,
         layout: &layout,
         manifest: &manifest,
-        out_dir: &package::packages_dir(work),
-    })
+        out_dir: &out_dir,
+    })?;
+    write_sidecar(work, outcome, c, build, &pkg, &manifest)?;
+    Ok(pkg)
+}
+
+/// The package's rebuild sidecar beside it (package/sidecar.rs): the resolved recipe, the
+/// source's identity, the contender's compiler and BOLT profiles, the toolchain.
+fn write_sidecar(
+    work: &Path,
+    outcome: &Outcome,
+    c: &RunContender,
+    build: &crate::builder::BuildOutput,
+    pkg: &Package,
+    manifest: &Manifest,
+) -> Result<()> {
+    let recipe = match &outcome.recipe_resolved {
+        Some(r) => r.clone(),
+        None => {
+            let r = crate::recipe::Recipe::load(&outcome.recipe).with_context(|| {
+                format!(
+                    "the rebuild sidecar needs the run's recipe {}; rerun `pgoforge run` to \
+                     record it",
+                    outcome.recipe
+                )
+            })?;
+            match &outcome.source.debian {
+                Some(d) => r.with_source_version(&d.version)?,
+                None => r,
+            }
+        }
+    };
+    let compiler_profile = match &build.profile_hash {
+        Some(h) => Some(profile_of(work, build, h)?),
+        None => None,
+    };
+    let fdata = c.bolt.as_ref().map(|b| b.profile.data());
+    crate::package::sidecar::write(
+        &crate::package::sidecar::SidecarInputs {
+            package: pkg,
+            recipe: &recipe,
+            source: &outcome.source,
+            build,
+            compiler_profile: compiler_profile.as_ref(),
+            bolt: c
+                .bolt
+                .as_ref()
+                .zip(fdata.as_deref())
+                .map(|(b, f)| (f, b.flags.as_slice())),
+            epoch: manifest.source_date_epoch,
+        },
+        &manifest.name,
+        &package::packages_dir(work),
+    )?;
+    Ok(())
+}
+
+/// The profile a build used, with the hash its key holds: in the store, or where `--profile`
+/// named it.
+fn profile_of(
+    work: &Path,
+    build: &crate::builder::BuildOutput,
+    hash: &str,
+) -> Result<crate::builder::ProfileInput> {
+    let stored = work.join("profiles").join(&hash[..16.min(hash.len())]);
+    let candidates = crate::profile::Stored::load(&stored)
+        .ok()
+        .map(|s| s.input())
+        .into_iter()
+        .chain(
+            build
+                .profile_path
+                .clone()
+                .map(crate::builder::ProfileInput::from_path),
+        );
+    for c in candidates {
+        if c.content_hash().is_ok_and(|h| h == hash) {
+            return Ok(c);
+        }
+    }
+    bail!(
+        "the profile {} the packaged build used is neither in {} nor where it was given; the \
+         rebuild sidecar must carry it (rerun `pgoforge run`, which trains it again)",
+        &hash[..16.min(hash.len())],
+        stored.display()
+    )
 }
 
 pub fn identities(contenders: &[RunContender]) -> Vec<(String, String)> {

@@ -16,6 +16,7 @@ mod package;
 mod pch;
 mod pipeline;
 mod profile;
+mod rebuild;
 
 /// The two tests whose benchmark must find the stand-in's known gain take turns, so that one's
 /// servers never share a CPU with the other's: the gain they look for should be the stand-in's

@@ -40,6 +40,7 @@ fn manifest(name: &str) -> Manifest {
         binary_note: String::new(),
         debian_source: None,
         cpu: None,
+        binary_sha256: String::new(),
     }
 }
 

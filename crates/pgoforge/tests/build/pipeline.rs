@@ -240,6 +240,8 @@ fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_
     assert_eq!(lines(&results), 16, "8 rounds x 2 contenders");
     let saved = pipeline::Outcome::load(&work).unwrap();
     assert_eq!(saved.winner.as_deref(), Some("pgo"));
+    // Anyone can rebuild it from its sidecar and get the same bytes; tampering is refused.
+    crate::rebuild::rebuild_and_tamper(&pkg.path, &standin(), &t.path().join("rebuild"));
 
     // Nothing changed: every stage is reused (the directory source is hashed again, cheaply;
     // the report is always regenerated), and nothing is measured twice.

@@ -890,6 +890,32 @@ fn cases() -> Vec<Case> {
             1,
             &["run.json"],
         ),
+        // --- rebuild
+        case(
+            "rebuild: package missing",
+            &["rebuild", "{t}/nosuch.tar.zst", "--work-dir={w}"],
+            2,
+            &["nosuch.tar.zst", "does not exist"],
+        ),
+        with(
+            "rebuild: not a package",
+            |d| write(d, "junk.tar.zst", "not an archive"),
+            &["rebuild", "{t}/junk.tar.zst", "--work-dir={w}"],
+            2,
+            &["junk.tar.zst", "not a pgoforge package"],
+        ),
+        with(
+            "rebuild: sidecar missing",
+            |d| write(d, "p.tar.zst", "x"),
+            &[
+                "rebuild",
+                "{t}/p.tar.zst",
+                "--sidecar={t}/nosuch.rebuild.tar.zst",
+                "--work-dir={w}",
+            ],
+            2,
+            &["--sidecar", "nosuch.rebuild.tar.zst"],
+        ),
     ]
 }
 

@@ -130,6 +130,7 @@ pub(crate) fn tarball_for_cpu(
             suite: "bookworm".into(),
         }),
         cpu,
+        binary_sha256: String::new(),
         ..Manifest::default()
     };
     package(&PackageRequest {

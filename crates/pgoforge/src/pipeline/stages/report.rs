@@ -77,6 +77,7 @@ impl Step for ReportStep {
             package: None,
             warnings: std::mem::take(&mut r.warnings),
             timings: Vec::new(),
+            recipe_resolved: Some(req.recipe.clone()),
         };
         outcome.save(r.cx.work)?;
         t.report = Some(report);

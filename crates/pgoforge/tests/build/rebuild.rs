@@ -1,0 +1,304 @@
+//! Rebuildable by anyone (issue 56): a clang PGO+ThinLTO build of the fixture project gives the
+//! same bytes in directories of different names and depths from a profile trained in a third
+//! (builder/paths.rs: prefix maps, the profile's static functions moved to the build's source);
+//! and `pgoforge rebuild` / `package verify` on the stand-in run's package and its sidecar —
+//! identical when nothing changed, and a tampered binary, a truncated profile, another package's
+//! sidecar and another compiler version each refused with their own exit status, the file or
+//! the versions named, nothing left half-written.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use pgoforge::builder::{build, BuildOutput, BuildRequest, ProfileInput};
+use pgoforge::profile::train;
+use pgoforge::recipe::Recipe;
+use pgoforge::source;
+use pgoforge::toolchain::Compiler;
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/pgofix")
+}
+
+/// The fixture copied to `src` and built there as `variant` in `work`.
+fn build_at(
+    src: &Path,
+    work: &Path,
+    variant: &str,
+    clang: &Compiler,
+    profile: Option<&ProfileInput>,
+) -> BuildOutput {
+    if !src.exists() {
+        pgoforge::infra::fs::copy_tree(&fixture(), src).unwrap();
+    }
+    let recipe = Recipe::load(fixture().join("recipe.toml").to_str().unwrap()).unwrap();
+    let s = source::fetch(&recipe, Some(src.to_str().unwrap()), None, work).unwrap();
+    build(&BuildRequest {
+        recipe: &recipe,
+        source: &s,
+        variant: variant.parse().unwrap(),
+        compiler: clang,
+        profile,
+        work_dir: work,
+        jobs: 2,
+        progress: None,
+        cluster: None,
+    })
+    .unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+fn stripped(bin: &Path, out: &Path) -> Vec<u8> {
+    let st = Command::new("strip")
+        .arg("--strip-all")
+        .arg("-o")
+        .arg(out)
+        .arg(bin)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    fs::read(out).unwrap()
+}
+
+#[test]
+fn a_clang_pgo_thinlto_build_is_the_same_bytes_in_any_directory() {
+    let t = tempfile::tempdir().unwrap();
+    let clang = Compiler::find("clang-22", None).unwrap();
+    // Trained in one place...
+    let gen = build_at(
+        &t.path().join("train/pgofix"),
+        &t.path().join("train/work"),
+        "pgo-gen",
+        &clang,
+        None,
+    );
+    let dir = gen.profile_gen_dir.clone().unwrap();
+    let st = Command::new(&gen.binary)
+        .args(["all", "20000"])
+        .env("LLVM_PROFILE_FILE", dir.join("%m-%p.profraw"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let profile = ProfileInput::Profdata(train::merge_profraw(&gen, &dir, None).unwrap());
+    // ... built from the training's source tree, where the profile's names fit as they are,
+    // and from another, of another name and depth, where they must be moved.
+    let a = build_at(
+        &t.path().join("train/pgofix"),
+        &t.path().join("a/work"),
+        "pgo+lto",
+        &clang,
+        Some(&profile),
+    );
+    let b = build_at(
+        &t.path().join("elsewhere/much/deeper/src"),
+        &t.path().join("elsewhere/w"),
+        "pgo+lto",
+        &clang,
+        Some(&profile),
+    );
+    assert_eq!(a.profile_relocated, None, "trained in this very tree");
+    let r = b
+        .profile_relocated
+        .as_ref()
+        .expect("the profile names the training source: moved to this build's");
+    assert!(r.from.ends_with("/train/pgofix") && r.records >= 1, "{r:?}");
+    for o in [&a, &b] {
+        assert!(o.path_neutral, "{o:?}");
+        let text = fs::read_to_string(&o.log).unwrap();
+        assert!(
+            text.contains("-ffile-prefix-map="),
+            "the prefix maps reach the compiler"
+        );
+    }
+    let (sa, sb) = (
+        stripped(&a.binary, &t.path().join("a.stripped")),
+        stripped(&b.binary, &t.path().join("b.stripped")),
+    );
+    assert!(
+        sa == sb,
+        "the same source, flags and profile gave other bytes in another directory"
+    );
+    // Not even the unstripped binaries name where they were built.
+    let whole = fs::read(&a.binary).unwrap();
+    let needle = t.path().to_string_lossy().into_owned();
+    assert!(
+        !whole.windows(needle.len()).any(|w| w == needle.as_bytes()),
+        "{} names its build directory",
+        a.binary.display()
+    );
+}
+
+fn pgoforge(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pgoforge"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// `dir` (holding one top directory NAME) packed as `out` the way pgoforge packs.
+fn repack(dir: &Path, out: &Path) {
+    let top = fs::read_dir(dir).unwrap().next().unwrap().unwrap();
+    let name = top.file_name().to_string_lossy().into_owned();
+    pgoforge::package::reproducible::write_tar_zst(&top.path(), &name, 1, out).unwrap();
+}
+
+fn unpacked(tarball: &Path, into: &Path) -> PathBuf {
+    fs::create_dir_all(into).unwrap();
+    pgoforge::package::unpack::unpack(tarball, into).unwrap()
+}
+
+/// A file of an unpacked package or sidecar changed, and its SHA256SUMS line made to match: the
+/// manifest (or the sidecar's record) is what must catch it.
+fn alter(root: &Path, rel: &str, change: impl Fn(&mut Vec<u8>)) {
+    let p = root.join(rel);
+    let mut bytes = fs::read(&p).unwrap();
+    change(&mut bytes);
+    fs::write(&p, &bytes).unwrap();
+    let sums = fs::read_to_string(root.join("SHA256SUMS")).unwrap();
+    let new = pgoforge::infra::fs::sha256_file(&p).unwrap();
+    let fixed: String = sums
+        .lines()
+        .map(|l| match l.split_once("  ") {
+            Some((_, n)) if n == rel => format!("{new}  {n}\n"),
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    fs::write(root.join("SHA256SUMS"), fixed).unwrap();
+}
+
+/// The stand-in run's package `pkg` (its sidecar beside it): rebuilt elsewhere, the same bytes;
+/// verified; and each kind of tampering refused with its status. Called by the pipeline test,
+/// which made the package.
+pub fn rebuild_and_tamper(pkg: &Path, standin: &Path, scratch: &Path) {
+    let sidecar = pgoforge::package::sidecar::beside(pkg);
+    assert!(sidecar.is_file(), "no sidecar beside {}", pkg.display());
+    let p = pkg.to_str().unwrap();
+    let w2 = scratch.join("another/place/work");
+    let (code, out) = pgoforge(&[
+        "rebuild",
+        p,
+        "--source",
+        standin.to_str().unwrap(),
+        "--work-dir",
+        w2.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    // stdout (the JSON) first, then stderr's progress lines.
+    let json = &out[..out.find("\n}\n").unwrap() + 3];
+    let r: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(r["binary_identical"], true, "{out}");
+    assert_eq!(r["package_identical"], true, "{out}");
+    let (code, out) = pgoforge(&["package", "verify", p, "--no-start"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("provenance: sidecar"), "{out}");
+
+    // A swapped binary, its SHA256SUMS line made to match: the manifest's hash catches it.
+    let pdir = scratch.join("tampered-package");
+    let root = unpacked(pkg, &pdir);
+    alter(&root, "bin/mariadbd", |b| b.extend_from_slice(b"\0evil"));
+    let bad_pkg = scratch.join(pkg.file_name().unwrap());
+    repack(&pdir, &bad_pkg);
+    fs::copy(&sidecar, pgoforge::package::sidecar::beside(&bad_pkg)).unwrap();
+    let (code, out) = pgoforge(&["package", "verify", bad_pkg.to_str().unwrap(), "--no-start"]);
+    assert_eq!(code, 9, "{out}");
+    assert!(out.contains("bin/mariadbd: its sha256"), "{out}");
+
+    // A truncated profile in the sidecar (its own SHA256SUMS made to match).
+    let sdir = scratch.join("tampered-sidecar");
+    let sroot = unpacked(&sidecar, &sdir);
+    let rel = "profiles/compiler.gcda/a.gcda";
+    alter(&sroot, rel, |b| b.truncate(b.len() / 2));
+    let bad_side = scratch.join("truncated.rebuild.tar.zst");
+    repack(&sdir, &bad_side);
+    let (code, out) = pgoforge(&[
+        "package",
+        "verify",
+        p,
+        "--no-start",
+        "--sidecar",
+        bad_side.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 9, "{out}");
+    assert!(out.contains("profiles/compiler.gcda"), "{out}");
+    let w3 = scratch.join("w3");
+    let (code, out) = pgoforge(&[
+        "rebuild",
+        p,
+        "--sidecar",
+        bad_side.to_str().unwrap(),
+        "--source",
+        standin.to_str().unwrap(),
+        "--work-dir",
+        w3.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 9, "{out}");
+    assert!(out.contains("profiles/compiler.gcda"), "{out}");
+
+    // Another package's sidecar.
+    let fdir = scratch.join("foreign-sidecar");
+    let froot = unpacked(&sidecar, &fdir);
+    alter(&froot, "rebuild.json", |b| {
+        let s = String::from_utf8(b.clone()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
+        let name = v["package"].as_str().unwrap().to_string();
+        *b = s.replace(&name, "mariadb-10.11.99-other").into_bytes();
+    });
+    let foreign = scratch.join("foreign.rebuild.tar.zst");
+    repack(&fdir, &foreign);
+    let (code, out) = pgoforge(&[
+        "package",
+        "verify",
+        p,
+        "--no-start",
+        "--sidecar",
+        foreign.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 9, "{out}");
+    assert!(
+        out.contains("belongs to package mariadb-10.11.99-other"),
+        "{out}"
+    );
+
+    // Another compiler version: refused before anything is fetched or built.
+    let tdir = scratch.join("toolchain-sidecar");
+    let troot = unpacked(&sidecar, &tdir);
+    alter(&troot, "rebuild.json", |b| {
+        let mut v: serde_json::Value = serde_json::from_slice(b).unwrap();
+        v["toolchain"]["compiler_version"] = "gcc (Debian 11.3.0-1) 11.3.0".into();
+        *b = serde_json::to_vec_pretty(&v).unwrap();
+    });
+    let other_cc = scratch.join("othercc.rebuild.tar.zst");
+    repack(&tdir, &other_cc);
+    let w4 = scratch.join("w4");
+    let (code, out) = pgoforge(&[
+        "rebuild",
+        p,
+        "--sidecar",
+        other_cc.to_str().unwrap(),
+        "--source",
+        standin.to_str().unwrap(),
+        "--work-dir",
+        w4.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 10, "{out}");
+    assert!(
+        out.contains("gcc (Debian 11.3.0-1) 11.3.0") && out.contains("--allow-toolchain-change"),
+        "{out}"
+    );
+    assert!(
+        !w4.join("builds").exists() && !w4.join("sources").exists(),
+        "a refused rebuild fetched or built something"
+    );
+    let leftovers: Vec<_> = fs::read_dir(w4.join("rebuild"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
