@@ -61,6 +61,7 @@ pub fn main(a: BoltArgs) -> Result<i32> {
             server: &config,
             source_hash: "",
             dataset_from: dataset_from.as_deref(),
+            given: None,
         },
         &cx,
     )?;

@@ -83,8 +83,15 @@ pub struct RunArgs {
     #[arg(long = "install-deps")]
     install_deps: bool,
     /// Use this trained profile (a gcda directory or .profdata) instead of training pgo-gen.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "profile_from")]
     profile: Option<PathBuf>,
+    /// Take the profiles of an earlier build instead of training: a package (NAME.tar.zst, its
+    /// NAME.rebuild.tar.zst beside it), the sidecar itself, or a finished run's work dir. One
+    /// optimized build (and BOLT with its BOLT profile) instead of three builds and two
+    /// trainings — for the next release of the same server. Refused before any build when its
+    /// compiler is not this run's (family and major).
+    #[arg(long, value_name = "PACKAGE|SIDECAR|WORK_DIR")]
+    profile_from: Option<PathBuf>,
     #[command(flatten)]
     mix: MixArgs,
     #[command(flatten)]
@@ -258,6 +265,51 @@ fn distro(
     pgoforge::source::distro::DistroServer::of_recipe(recipe)
 }
 
+/// `--profile-from`: the earlier build's sidecar opened into WORK/reuse/ (a temporary directory
+/// for `--plan`, which writes nothing), checked against this run's compiler.
+fn profile_from(
+    a: &RunArgs,
+    compiler: &pgoforge::toolchain::Compiler,
+    reporter: &dyn pgoforge::events::Reporter,
+) -> Result<(
+    Option<pgoforge::pipeline::profile_from::Reuse>,
+    Option<tempfile::TempDir>,
+)> {
+    let Some(from) = &a.profile_from else {
+        return Ok((None, None));
+    };
+    let (into, scratch) = if a.plan {
+        let t = tempfile::Builder::new()
+            .prefix("pgoforge-profile-from-")
+            .tempdir()?;
+        (t.path().join("sidecar"), Some(t))
+    } else {
+        (a.work.create()?.join("reuse"), None)
+    };
+    let r = pgoforge::pipeline::profile_from::resolve(from, &into, compiler)?;
+    let p = &r.provenance;
+    reporter.message(
+        "profile",
+        &format!(
+            "from {} (built from {}, {}; trained on {}): no instrumented build, no training{}",
+            p.package,
+            p.source_origin,
+            p.compiler,
+            if p.training.is_empty() {
+                "a mix not recorded".to_string()
+            } else {
+                p.training.join(", ")
+            },
+            if r.bolt_profile.is_some() {
+                "; BOLT applies its BOLT profile"
+            } else {
+                ""
+            }
+        ),
+    );
+    Ok((Some(r), scratch))
+}
+
 pub fn main(a: RunArgs) -> Result<i32> {
     let t0 = Instant::now();
     a.bench
@@ -302,6 +354,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
     let recipe_has_mtr = recipe.mtr.is_some();
     let compiler = a.compiler.find(&recipe)?;
     let distro = distro(&a, &recipe);
+    let (reuse, _reuse_scratch) = profile_from(&a, &compiler, reporter.as_ref())?;
     let request = RunRequest {
         recipe,
         source: a.source.source.clone(),
@@ -309,7 +362,11 @@ pub fn main(a: RunArgs) -> Result<i32> {
         compiler,
         variants,
         cpu_level: a.cpu_level,
-        profile: a.profile.clone(),
+        profile: a
+            .profile
+            .clone()
+            .or_else(|| reuse.as_ref().map(|r| r.compiler_profile.clone())),
+        reuse,
         mixes,
         bench,
         server: a.server.config(),

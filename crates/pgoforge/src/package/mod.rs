@@ -86,6 +86,10 @@ pub struct Manifest {
     /// verify` and `rebuild` hold the binary to (empty in packages made before 2026-12-05).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub binary_sha256: String,
+    /// Where the profiles came from when the run took them from an earlier build instead of
+    /// training (`run --profile-from`; absent: trained by the run, or given by `--profile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_provenance: Option<sidecar::ProfileProvenance>,
 }
 
 /// Where a work dir's packages go.

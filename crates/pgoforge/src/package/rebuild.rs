@@ -138,6 +138,10 @@ pub fn rebuild(req: &RebuildRequest) -> Result<Rebuilt> {
             source: &source,
             build: &build,
             compiler_profile: profile.as_ref(),
+            training: r
+                .profile("compiler")
+                .map(|p| p.training.as_slice())
+                .unwrap_or_default(),
             bolt: fdata
                 .as_deref()
                 .filter(|_| r.bolted)

@@ -146,6 +146,27 @@ pub struct CarriedProfile {
     pub path: String,
     /// Its content hash (`ProfileInput::content_hash`), the one in the manifest.
     pub hash: String,
+    /// What the training ran (the stored profile's record; empty when not known).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub training: Vec<String>,
+}
+
+/// Where a run's profiles came from when it did not train them (`run --profile-from`): the
+/// earlier build's package, source, compiler and training. Recorded in the manifest.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileProvenance {
+    /// The sidecar they were taken from.
+    pub from: String,
+    pub package: String,
+    pub source_origin: String,
+    pub source_hash: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debian_source: Option<DebianSource>,
+    pub compiler: String,
+    pub compiler_version: String,
+    pub training: Vec<String>,
+    /// The profiles as `kind:hash`.
+    pub hashes: Vec<String>,
 }
 
 /// rebuild.json.
@@ -194,6 +215,8 @@ pub struct SidecarInputs<'a> {
     pub source: &'a Source,
     pub build: &'a BuildOutput,
     pub compiler_profile: Option<&'a ProfileInput>,
+    /// What trained it (empty when not known).
+    pub training: &'a [String],
     /// The BOLT profile (.fdata) and flags, for a BOLTed binary.
     pub bolt: Option<(&'a Path, &'a [String])>,
     pub epoch: u64,
@@ -226,6 +249,7 @@ pub fn write(i: &SidecarInputs, name: &str, out_dir: &Path) -> Result<PathBuf> {
             kind: "compiler".into(),
             path: rel.into(),
             hash: p.content_hash()?,
+            training: i.training.to_vec(),
         });
     }
     if let Some((fdata, _)) = i.bolt {
@@ -235,6 +259,7 @@ pub fn write(i: &SidecarInputs, name: &str, out_dir: &Path) -> Result<PathBuf> {
             kind: "bolt".into(),
             path: "profiles/bolt.fdata".into(),
             hash: ProfileInput::Profdata(fdata.to_path_buf()).content_hash()?,
+            training: Vec::new(),
         });
     }
     let record = RebuildRecord {

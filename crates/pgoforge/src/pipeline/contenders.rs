@@ -56,6 +56,11 @@ pub(super) fn build_contenders(
             server: &plan.request.server,
             source_hash: &src.hash,
             dataset_from: Some(&baseline.binary),
+            given: plan
+                .request
+                .reuse
+                .as_ref()
+                .and_then(|r| r.bolt_profile.as_deref()),
         };
         match r.run(&stage) {
             Ok(x) => contenders.push(RunContender {

@@ -12,6 +12,7 @@ mod contenders;
 pub mod deps;
 pub mod outcome;
 pub mod plan;
+pub mod profile_from;
 mod profiles;
 mod run_cx;
 mod spread;

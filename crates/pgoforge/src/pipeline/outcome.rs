@@ -76,6 +76,10 @@ pub struct Outcome {
     /// by name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recipe_resolved: Option<crate::recipe::Recipe>,
+    /// Where the profiles came from when the run took them from an earlier build
+    /// (`--profile-from`); the package's manifest records it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_provenance: Option<crate::package::sidecar::ProfileProvenance>,
 }
 
 impl Outcome {
@@ -225,6 +229,7 @@ pub fn package_contender(
             .or_else(|| crate::source::debian_from_origin(&outcome.source.origin)),
         cpu,
         binary_sha256: String::new(),
+        profile_provenance: outcome.profile_provenance.clone(),
     };
     let out_dir = package::packages_dir(work);
     let pkg = package::package(&PackageRequest {
@@ -267,6 +272,14 @@ fn write_sidecar(
         Some(h) => Some(profile_of(work, build, h)?),
         None => None,
     };
+    let training = build
+        .profile_hash
+        .as_ref()
+        .and_then(|h| {
+            crate::profile::Stored::load(&work.join("profiles").join(&h[..16.min(h.len())])).ok()
+        })
+        .map(|s| s.meta.training)
+        .unwrap_or_default();
     let fdata = c.bolt.as_ref().map(|b| b.profile.data());
     crate::package::sidecar::write(
         &crate::package::sidecar::SidecarInputs {
@@ -275,6 +288,7 @@ fn write_sidecar(
             source: &outcome.source,
             build,
             compiler_profile: compiler_profile.as_ref(),
+            training: &training,
             bolt: c
                 .bolt
                 .as_ref()

@@ -129,6 +129,8 @@ pub struct BoltRequest<'a> {
     /// Source hash and build key recorded with the profile.
     pub source_hash: String,
     pub build_key: String,
+    /// Another build's BOLT profile (`run --profile-from`): applied as it is, nothing run.
+    pub given: Option<&'a Path>,
 }
 
 /// Profiles and optimizes `binary` with BOLT; the result sits beside it as `<name>.bolt`.
@@ -152,7 +154,14 @@ pub fn optimize(req: &BoltRequest, log: &dyn Fn(&str)) -> Result<BoltOutput> {
     let fdata_dir = dir.join("fdata");
     fs::create_dir_all(&fdata_dir)?;
     let t0 = Instant::now();
-    let (merged, method) = if lbr_available() {
+    let (merged, method) = if let Some(g) = req.given {
+        let merged = dir.join("merged.fdata");
+        fs::copy(g, &merged).with_context(|| format!("copying {}", g.display()))?;
+        (
+            merged,
+            "an earlier build's profile (--profile-from), applied as it is".to_string(),
+        )
+    } else if lbr_available() {
         (
             sample_with_perf(req, &dir, log)?,
             "perf branch sampling (LBR)".to_string(),

@@ -152,6 +152,7 @@ fn a_packaged_mysql_runs_where_it_is_unpacked_with_no_library_from_its_build_tre
         debian_source: None,
         cpu: None,
         binary_sha256: String::new(),
+        profile_provenance: None,
     };
     let p = package(&PackageRequest {
         binary: &bin,

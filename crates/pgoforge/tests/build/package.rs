@@ -41,6 +41,7 @@ fn manifest(name: &str) -> Manifest {
         debian_source: None,
         cpu: None,
         binary_sha256: String::new(),
+        profile_provenance: None,
     }
 }
 

@@ -64,6 +64,7 @@ fn request(
         cpu_level: None,
         distro: None,
         profile,
+        reuse: None,
         mixes: vec![NamedMix {
             name: "oltp".into(),
             mix: Mix::quick(),
@@ -242,6 +243,8 @@ fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_
     assert_eq!(saved.winner.as_deref(), Some("pgo"));
     // Anyone can rebuild it from its sidecar and get the same bytes; tampering is refused.
     crate::rebuild::rebuild_and_tamper(&pkg.path, &standin(), &t.path().join("rebuild"));
+    // The next release from this package's profiles (`run --profile-from`).
+    from_the_packages_profiles(&pkg.path, &t.path().join("next"));
 
     // Nothing changed: every stage is reused (the directory source is hashed again, cheaply;
     // the report is always regenerated), and nothing is measured twice.
@@ -279,6 +282,77 @@ fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_
         .collect();
     assert_eq!(rounds.len(), 16, "every (round, contender) measured once");
     assert_eq!(out3.run_dir, out.run_dir);
+}
+
+/// A run that takes its profiles from `pkg`'s sidecar: no instrumented build, no training, the
+/// compiler profile given to the build, and the new package's manifest naming where the
+/// profiles came from; another compiler is refused before anything is built.
+fn from_the_packages_profiles(pkg: &Path, dir: &Path) {
+    let gcc = Compiler::find("gcc", None).unwrap();
+    let work = dir.join("work");
+    let reuse = pgoforge::pipeline::profile_from::resolve(pkg, &work.join("reuse"), &gcc).unwrap();
+    let mut req = request(
+        Recipe::load(standin().join("recipe.toml").to_str().unwrap()).unwrap(),
+        standin(),
+        gcc,
+        "pgo",
+        Some(reuse.compiler_profile.clone()),
+        tiny_bench(6),
+        work.clone(),
+    );
+    req.reuse = Some(reuse);
+    let plan = pgoforge::pipeline::resolve(req, &Env::default()).unwrap();
+    assert!(
+        planned(&plan)
+            .iter()
+            .all(|s| !s.contains("pgo-gen") && s != "train"),
+        "{:?}",
+        planned(&plan)
+    );
+    let events = Collect::default();
+    let (out, report) = pipeline::run(&plan, &events).unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(started(&events), planned(&plan));
+    let text = pgoforge::bench::export::text::text(&report);
+    let new = out
+        .package
+        .as_ref()
+        .unwrap_or_else(|| panic!("nothing won: {text}"));
+    let root = pgoforge::package::unpack::unpack(&new.path, &dir.join("unpacked")).unwrap();
+    let m: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(root.join("manifest.json")).unwrap()).unwrap();
+    let old = pkg
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .replace(".tar.zst", "");
+    assert_eq!(m["profile_provenance"]["package"], old.as_str(), "{m}");
+    assert!(m["profile_provenance"]["compiler"]
+        .as_str()
+        .unwrap()
+        .starts_with("gcc-"));
+    // Another compiler: refused before anything is fetched or built, both named.
+    let w2 = dir.join("clang");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pgoforge"))
+        .args(["run", "--recipe"])
+        .arg(standin().join("recipe.toml"))
+        .arg("--source")
+        .arg(standin())
+        .args([
+            "--compiler",
+            "clang-22",
+            "--variants",
+            "pgo",
+            "--profile-from",
+        ])
+        .arg(pkg)
+        .arg("--work-dir")
+        .arg(&w2)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("gcc-12") && err.contains("clang-22"), "{err}");
+    assert!(!w2.join("builds").exists() && !w2.join("sources").exists());
 }
 
 /// A server that computes differently: Debian's mariadbd with div_precision_increment changed,

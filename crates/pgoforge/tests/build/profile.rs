@@ -200,6 +200,7 @@ fn bolt_instruments_and_optimizes_a_fixture_binary() {
             flags: None,
             source_hash: String::new(),
             build_key: String::new(),
+            given: None,
         },
         &|_| {},
     )

@@ -131,6 +131,7 @@ pub(crate) fn tarball_for_cpu(
         }),
         cpu,
         binary_sha256: String::new(),
+        profile_provenance: None,
         ..Manifest::default()
     };
     package(&PackageRequest {

@@ -48,6 +48,11 @@ pub struct RunRequest {
     pub cpu_level: Option<CpuLevel>,
     /// A trained profile to use instead of building and training pgo-gen.
     pub profile: Option<PathBuf>,
+    /// `--profile-from`: the profiles came from an earlier build's sidecar (`profile` is its
+    /// compiler profile); BOLT applies its BOLT profile instead of profiling. Absent from the
+    /// plan's JSON when not given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reuse: Option<crate::pipeline::profile_from::Reuse>,
     /// The training mixes, at least one. The first is the one BOLT and cs-pgo train on. Several
     /// make the train × evaluate matrix: each mix its own training and its own build of every
     /// variant that uses a profile, compared as VARIANT@MIX.
@@ -570,6 +575,7 @@ mod tests {
             cpu_level: None,
             distro: None,
             profile: None,
+            reuse: None,
             mixes: vec![NamedMix {
                 name: "oltp".into(),
                 mix: Mix::quick(),

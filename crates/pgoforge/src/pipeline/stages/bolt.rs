@@ -24,6 +24,8 @@ pub struct BoltStage<'a> {
     pub source_hash: &'a str,
     /// As [`super::train::TrainStage::dataset_from`].
     pub dataset_from: Option<&'a std::path::Path>,
+    /// Another build's BOLT profile to apply instead of profiling (`run --profile-from`).
+    pub given: Option<&'a std::path::Path>,
 }
 
 impl Stage for BoltStage<'_> {
@@ -36,13 +38,21 @@ impl Stage for BoltStage<'_> {
     fn key(&self) -> Result<String> {
         // The server's configuration shapes the profile as much as the mix does.
         // The dataset's origin is left out, as in training's key.
-        inputs_hash(&(
+        let profiled = inputs_hash(&(
             &self.build_key,
             &self.mix,
             &self.flags,
             &self.bolt.llvm_bolt,
             &self.server,
-        ))
+        ))?;
+        // A given profile is an input of its own; without one the key is what it always was.
+        match self.given {
+            None => Ok(profiled),
+            Some(g) => {
+                let h = crate::builder::ProfileInput::Profdata(g.to_path_buf()).content_hash()?;
+                inputs_hash(&(&self.build_key, &self.flags, &self.bolt.llvm_bolt, h))
+            }
+        }
     }
 
     fn still_valid(&self, x: &BoltOutput) -> bool {
@@ -52,7 +62,11 @@ impl Stage for BoltStage<'_> {
     fn run(&self, cx: &Ctx) -> Result<Made<BoltOutput>> {
         let stage = self.name().to_string();
         tick_to(cx.reporter, &stage)(0, 0);
-        let template = super::train::dataset(self.dataset_from, self.server, self.mix, cx, &stage)?;
+        // A given profile needs no training run, so no dataset.
+        let template = match self.given {
+            Some(_) => None,
+            None => super::train::dataset(self.dataset_from, self.server, self.mix, cx, &stage)?,
+        };
         let out = bolt::optimize(
             &BoltRequest {
                 binary: self.binary,
@@ -64,6 +78,7 @@ impl Stage for BoltStage<'_> {
                 flags: self.flags.map(<[String]>::to_vec),
                 source_hash: self.source_hash.into(),
                 build_key: self.build_key.into(),
+                given: self.given,
             },
             &log_to(cx.reporter, &stage),
         )?;

@@ -78,6 +78,7 @@ impl Step for ReportStep {
             warnings: std::mem::take(&mut r.warnings),
             timings: Vec::new(),
             recipe_resolved: Some(req.recipe.clone()),
+            profile_provenance: req.reuse.as_ref().map(|r| r.provenance.clone()),
         };
         outcome.save(r.cx.work)?;
         t.report = Some(report);

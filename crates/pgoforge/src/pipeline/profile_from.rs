@@ -1,0 +1,195 @@
+//! `run --profile-from PATH`: the profiles of an earlier build — a package (its rebuild sidecar
+//! beside it), the sidecar itself, or a finished run's work dir that packaged one — used for
+//! this run's optimized build and BOLT instead of training: one build instead of three when a
+//! security release appears (issue 53). The compiler profile's static functions are moved to
+//! this source (builder/paths.rs); BOLT's profile is applied to the new binary as it is
+//! (functions whose code moved are reported stale by BOLT and left unprofiled). Refused before
+//! anything is built: a profile of another compiler family or major, and a clang profile this
+//! machine's llvm-profdata cannot read — both versions named.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result};
+
+use crate::infra::exit::Stop;
+use crate::package::sidecar::{self, ProfileProvenance};
+use crate::toolchain::{Compiler, FlagFamily};
+
+/// The profiles a run takes from an earlier build.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Reuse {
+    /// The compiler profile (a .profdata file or a gcda directory).
+    pub compiler_profile: PathBuf,
+    /// BOLT's profile, when the earlier binary was BOLTed.
+    pub bolt_profile: Option<PathBuf>,
+    pub provenance: ProfileProvenance,
+}
+
+fn refuse(msg: String) -> anyhow::Error {
+    Stop::Usage(msg).into()
+}
+
+/// The sidecar `path` names: itself, the one beside a package, or the one beside the package a
+/// finished run's work dir made.
+fn sidecar_of(path: &Path) -> Result<(PathBuf, Option<PathBuf>)> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if path.is_dir() {
+        let out = super::outcome::Outcome::load(path).map_err(|e| {
+            refuse(format!(
+                "--profile-from {}: not a finished run's work dir ({e:#}); give a package \
+                 (NAME.tar.zst), its NAME.rebuild.tar.zst, or a work dir whose run packaged one",
+                path.display()
+            ))
+        })?;
+        let Some(p) = out.package else {
+            return Err(refuse(format!(
+                "--profile-from {}: that run packaged nothing (no variant won); package one \
+                 with `pgoforge package VARIANT --work-dir {}` and give the package",
+                path.display(),
+                path.display()
+            )));
+        };
+        return Ok((sidecar::beside(&p.path), Some(p.path)));
+    }
+    if name.ends_with(".rebuild.tar.zst") {
+        return Ok((path.to_path_buf(), None));
+    }
+    if name.ends_with(".tar.zst") {
+        return Ok((sidecar::beside(path), Some(path.to_path_buf())));
+    }
+    Err(refuse(format!(
+        "--profile-from {}: give a package (NAME.tar.zst, with NAME.rebuild.tar.zst beside it), \
+         the NAME.rebuild.tar.zst itself, or a finished run's work dir",
+        path.display()
+    )))
+}
+
+/// Opens the sidecar `path` names into `into` (emptied first), checks it against its package
+/// when there is one, and its compiler profile against `compiler`.
+pub fn resolve(path: &Path, into: &Path, compiler: &Compiler) -> Result<Reuse> {
+    if !path.exists() {
+        return Err(refuse(format!(
+            "--profile-from {} does not exist",
+            path.display()
+        )));
+    }
+    let (side_path, package) = sidecar_of(path)?;
+    if !side_path.is_file() {
+        return Err(refuse(format!(
+            "--profile-from {}: its rebuild sidecar {} does not exist (packages made before \
+             2026-12-05 have none; package the run again with `pgoforge package VARIANT`)",
+            path.display(),
+            side_path.display()
+        )));
+    }
+    let _ = fs::remove_dir_all(into);
+    let side = sidecar::open(&side_path, into)?;
+    if let Some(pkg) = &package {
+        let scratch = tempfile::tempdir()?;
+        let (root, m) = crate::infra::exit::Refuse::refused(
+            crate::package::unpack::unpack_checked(pkg, scratch.path()),
+        )?;
+        crate::package::provenance::sidecar_belongs(&side, &root, &m)?;
+    }
+    let r = &side.record;
+    check_compiler(&r.toolchain, compiler, &side_path)?;
+    let Some(cp) = r.profile("compiler") else {
+        return Err(refuse(format!(
+            "--profile-from {}: the sidecar carries no compiler profile (its package was not \
+             built with PGO)",
+            side_path.display()
+        )));
+    };
+    let compiler_profile = side.path_of(cp);
+    if compiler.family == FlagFamily::Clang {
+        check_readable(&compiler_profile, compiler)?;
+    }
+    Ok(Reuse {
+        compiler_profile,
+        bolt_profile: r.profile("bolt").map(|p| side.path_of(p)),
+        provenance: ProfileProvenance {
+            from: side_path.display().to_string(),
+            package: r.package.clone(),
+            source_origin: r.source_origin.clone(),
+            source_hash: r.source_hash.clone(),
+            debian_source: r.debian_source.clone(),
+            compiler: r.toolchain.compiler.clone(),
+            compiler_version: r.toolchain.compiler_version.clone(),
+            training: cp.training.clone(),
+            hashes: r
+                .profiles
+                .iter()
+                .map(|p| format!("{}:{}", p.kind, p.hash))
+                .collect(),
+        },
+    })
+}
+
+/// A profile is read by the compiler family and major that wrote it.
+fn check_compiler(t: &sidecar::Toolchain, compiler: &Compiler, from: &Path) -> Result<()> {
+    if t.compiler != compiler.label() {
+        return Err(refuse(format!(
+            "--profile-from {}: its profiles were made by {} ({}), and this run compiles with {} \
+             ({}): a profile is read only by the compiler family and major that wrote it. Run \
+             with --compiler {}, or train afresh (drop --profile-from)",
+            from.display(),
+            t.compiler,
+            t.compiler_version,
+            compiler.label(),
+            compiler.version,
+            t.compiler
+        )));
+    }
+    Ok(())
+}
+
+/// The indexed profile's format version (its header's second word), when it is one.
+fn indexed_version(file: &Path) -> Option<u64> {
+    let bytes = fs::read(file).ok()?;
+    let word = |i: usize| Some(u64::from_le_bytes(bytes.get(i..i + 8)?.try_into().ok()?));
+    (word(0)? == 0x8169_666f_7270_6cff).then(|| word(8).map(|v| v & 0xffff_ffff))?
+}
+
+/// This machine's llvm-profdata reads the profile, or the refusal names both versions.
+fn check_readable(file: &Path, compiler: &Compiler) -> Result<()> {
+    let tool = compiler.profdata()?;
+    let out = Command::new(tool)
+        .arg("show")
+        .arg(file)
+        .output()
+        .with_context(|| format!("running {}", tool.display()))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(refuse(format!(
+        "{}: {} ({}) cannot read this profile (indexed format version {}): {}; train afresh \
+         (drop --profile-from), or run with the compiler that wrote it",
+        file.display(),
+        tool.display(),
+        compiler.version,
+        indexed_version(file).map_or("unknown".to_string(), |v| v.to_string()),
+        String::from_utf8_lossy(&out.stderr).trim()
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_indexed_header_gives_the_format_version() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("p.profdata");
+        let mut b = 0x8169_666f_7270_6cffu64.to_le_bytes().to_vec();
+        b.extend((0x0100_0000_0000_000cu64).to_le_bytes());
+        fs::write(&f, &b).unwrap();
+        assert_eq!(indexed_version(&f), Some(12));
+        fs::write(&f, b"junk").unwrap();
+        assert_eq!(indexed_version(&f), None);
+    }
+}
