@@ -12,6 +12,7 @@ pub mod host;
 pub mod opt_level;
 pub mod paths;
 pub mod pch;
+pub mod staleness;
 pub mod variant;
 
 use std::fs;
@@ -100,6 +101,10 @@ pub struct BuildOutput {
     /// sidecar copies (absent in builds made before 2026-12-05).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_path: Option<PathBuf>,
+    /// The functions whose profile the compiler dropped because their code no longer matched
+    /// it (builds with a profile, since 2026-12-05).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale: Option<staleness::Staleness>,
     pub log: PathBuf,
     /// True when this result came from the cache.
     #[serde(skip)]
@@ -350,6 +355,9 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
             .is_empty(),
         profile_relocated: relocated.map(|(_, r)| r),
         profile_path: req.profile.map(|p| p.path().to_path_buf()),
+        stale: req
+            .profile
+            .map(|_| staleness::of_log(&fs::read_to_string(&log_path).unwrap_or_default())),
         log: log_path,
         dir: dir.clone(),
         build_dir,

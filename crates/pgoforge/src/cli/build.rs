@@ -147,6 +147,12 @@ pub fn main(a: BuildArgs) -> Result<i32> {
             "  missing-profile warnings: {}",
             out.missing_profile_warnings
         );
+        if let Some(st) = out.stale.as_ref().filter(|s| s.mismatched > 0) {
+            println!("  stale profile: {}", st.sentence());
+        }
+        if let Some(r) = &out.profile_relocated {
+            println!("  {}", r.sentence());
+        }
     }
     if let Some(g) = &out.profile_gen_dir {
         println!(

@@ -165,6 +165,9 @@ fn build_variants(
                             b.variant, out.missing_profile_warnings, out.log.display()
                         ));
                     }
+                    if let Some(st) = out.stale.as_ref().filter(|s| s.mismatched > 0) {
+                        r.warn(format!("{}: {}", b.variant, st.sentence()));
+                    }
                     built.push((b.variant, b.mix.clone(), out));
                 }
                 Err(e) => r.warn(format!(

@@ -307,6 +307,7 @@ fn fake_gen(work: &Path) -> BuildOutput {
         path_neutral: false,
         profile_relocated: None,
         profile_path: None,
+        stale: None,
     }
 }
 

@@ -96,6 +96,7 @@ fn a_clang_pgo_thinlto_build_is_the_same_bytes_in_any_directory() {
         Some(&profile),
     );
     assert_eq!(a.profile_relocated, None, "trained in this very tree");
+    assert_eq!(a.stale.as_ref().map(|s| s.mismatched), Some(0), "{a:?}");
     let r = b
         .profile_relocated
         .as_ref()
@@ -124,6 +125,54 @@ fn a_clang_pgo_thinlto_build_is_the_same_bytes_in_any_directory() {
         !whole.windows(needle.len()).any(|w| w == needle.as_bytes()),
         "{} names its build directory",
         a.binary.display()
+    );
+}
+
+/// A profile trained on one release applied to the next (a changed function, another tree): its
+/// records move to the new tree, and the function whose code changed is named as stale.
+#[test]
+fn the_next_releases_build_names_the_functions_its_profile_no_longer_fits() {
+    let t = tempfile::tempdir().unwrap();
+    let clang = Compiler::find("clang-22", None).unwrap();
+    let gen = build_at(
+        &t.path().join("old/pgofix"),
+        &t.path().join("old/work"),
+        "pgo-gen",
+        &clang,
+        None,
+    );
+    let dir = gen.profile_gen_dir.clone().unwrap();
+    let st = Command::new(&gen.binary)
+        .args(["all", "20000"])
+        .env("LLVM_PROFILE_FILE", dir.join("%m-%p.profraw"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let profile = ProfileInput::Profdata(train::merge_profraw(&gen, &dir, None).unwrap());
+    // The next release: one function's control flow changed (inlined into kv_workload).
+    let next = t.path().join("next/pgofix");
+    pgoforge::infra::fs::copy_tree(&fixture(), &next).unwrap();
+    let kv = next.join("src/kv.c");
+    let text = fs::read_to_string(&kv).unwrap();
+    let changed = text.replace(
+        "static uint32_t hash(uint32_t k) { k ^= k >> 16;",
+        "static uint32_t hash(uint32_t k) { if (k == 12345) return 7; k ^= k >> 16;",
+    );
+    assert_ne!(text, changed, "the fixture's hash() moved; update this test");
+    fs::write(&kv, changed).unwrap();
+    let out = build_at(
+        &next,
+        &t.path().join("next/work"),
+        "pgo+lto",
+        &clang,
+        Some(&profile),
+    );
+    assert!(out.profile_relocated.is_some(), "{out:?}");
+    let st = out.stale.expect("a build with a profile says how stale it was");
+    assert!(st.mismatched >= 1, "{st:?}");
+    assert!(
+        st.hottest.iter().any(|(n, c)| n == "kv_workload" && c.is_some()),
+        "{st:?}"
     );
 }
 

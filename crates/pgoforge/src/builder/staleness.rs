@@ -1,0 +1,104 @@
+//! How stale a build's profile was, from the compiler's own words in the build log: the
+//! functions whose code no longer matches their profile record and whose counts were therefore
+//! dropped — clang's "function control flow change detected (hash mismatch) NAME Hash = H up to
+//! N count discarded" (the function's largest count), GCC's "the control flow of function 'NAME'
+//! does not match its profile data" — each function once however many units compiled it. A
+//! profile trained on the same source and flags leaves none; one from another release
+//! (`run --profile-from`) shows here what it no longer covers.
+
+use serde::{Deserialize, Serialize};
+
+/// The functions whose profile the compiler dropped.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Staleness {
+    /// Distinct functions.
+    pub mismatched: u64,
+    /// The hottest of them (clang: by the largest count dropped), at most five, with the count
+    /// where the compiler gives one.
+    pub hottest: Vec<(String, Option<u64>)>,
+}
+
+impl Staleness {
+    pub fn sentence(&self) -> String {
+        let names: Vec<String> = self
+            .hottest
+            .iter()
+            .map(|(n, c)| match c {
+                Some(c) => format!("{n} (up to {c})"),
+                None => n.clone(),
+            })
+            .collect();
+        format!(
+            "{} function(s) no longer match their profile and were built without it (the \
+             profile is stale: trained on other source or flags){}",
+            self.mismatched,
+            if names.is_empty() {
+                String::new()
+            } else {
+                format!("; the hottest: {}", names.join(", "))
+            }
+        )
+    }
+}
+
+/// One log line's mismatched function and the count dropped, if it is such a line.
+fn mismatch(line: &str) -> Option<(String, Option<u64>)> {
+    if let Some(rest) = line.split("(hash mismatch) ").nth(1) {
+        let name = rest.split(" Hash = ").next()?.trim().to_string();
+        let count = rest
+            .split(" up to ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|n| n.parse().ok());
+        return Some((name, count));
+    }
+    if line.contains("[-Wcoverage-mismatch]") && line.contains("the control flow of function") {
+        let name = line.split('\'').nth(1)?.to_string();
+        return Some((name, None));
+    }
+    None
+}
+
+/// The staleness a build log shows.
+pub fn of_log(text: &str) -> Staleness {
+    let mut seen: std::collections::BTreeMap<String, Option<u64>> = Default::default();
+    for (name, count) in text.lines().filter_map(mismatch) {
+        let e = seen.entry(name).or_insert(count);
+        *e = (*e).max(count);
+    }
+    let mut hottest: Vec<(String, Option<u64>)> = seen.clone().into_iter().collect();
+    hottest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    hottest.truncate(5);
+    Staleness {
+        mismatched: seen.len() as u64,
+        hottest,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clang_and_gcc_mismatches_are_counted_once_per_function() {
+        let log = "\
+warning: src/kv.c: function control flow change detected (hash mismatch) kv_workload Hash = 713764388896932355 up to 58685 count discarded [-Wbackend-plugin]
+warning: src/b.c: function control flow change detected (hash mismatch) kv_workload Hash = 713764388896932355 up to 60000 count discarded [-Wbackend-plugin]
+warning: src/c.c: function control flow change detected (hash mismatch) _ZL4coldv Hash = 1 up to 3 count discarded [-Wbackend-plugin]
+/s/x.cc:10:1: warning: the control flow of function 'row_search_mvcc' does not match its profile data (counter 'arcs') [-Wcoverage-mismatch]
+/s/y.cc:3:1: warning: source locations for function 'yyparse' have changed, the profile data may be out of date [-Wcoverage-mismatch]
+[ 50%] Building C object";
+        let s = of_log(log);
+        assert_eq!(s.mismatched, 3);
+        assert_eq!(
+            s.hottest,
+            [
+                ("kv_workload".to_string(), Some(60000)),
+                ("_ZL4coldv".to_string(), Some(3)),
+                ("row_search_mvcc".to_string(), None)
+            ]
+        );
+        assert!(s.sentence().contains("kv_workload (up to 60000)"));
+        assert_eq!(of_log("nothing stale here").mismatched, 0);
+    }
+}
