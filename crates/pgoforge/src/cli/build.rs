@@ -143,16 +143,7 @@ pub fn main(a: BuildArgs) -> Result<i32> {
         println!("  {}", d.sentence());
     }
     if a.variant.needs_profile() {
-        println!(
-            "  missing-profile warnings: {}",
-            out.missing_profile_warnings
-        );
-        if let Some(st) = out.stale.as_ref().filter(|s| s.mismatched > 0) {
-            println!("  stale profile: {}", st.sentence());
-        }
-        if let Some(r) = &out.profile_relocated {
-            println!("  {}", r.sentence());
-        }
+        show_profile_use(&out);
     }
     if let Some(g) = &out.profile_gen_dir {
         println!(
@@ -161,6 +152,20 @@ pub fn main(a: BuildArgs) -> Result<i32> {
         );
     }
     Ok(0)
+}
+
+/// What became of the profile in a build that used one.
+fn show_profile_use(out: &pgoforge::builder::BuildOutput) {
+    println!(
+        "  missing-profile warnings: {}",
+        out.missing_profile_warnings
+    );
+    if let Some(st) = out.stale.as_ref().filter(|s| s.mismatched > 0) {
+        println!("  stale profile: {}", st.sentence());
+    }
+    if let Some(r) = &out.profile_relocated {
+        println!("  {}", r.sentence());
+    }
 }
 
 /// Where a build's compiles go, in words (the cluster is configured).

@@ -158,7 +158,10 @@ fn the_next_releases_build_names_the_functions_its_profile_no_longer_fits() {
         "static uint32_t hash(uint32_t k) { k ^= k >> 16;",
         "static uint32_t hash(uint32_t k) { if (k == 12345) return 7; k ^= k >> 16;",
     );
-    assert_ne!(text, changed, "the fixture's hash() moved; update this test");
+    assert_ne!(
+        text, changed,
+        "the fixture's hash() moved; update this test"
+    );
     fs::write(&kv, changed).unwrap();
     let out = build_at(
         &next,
@@ -168,10 +171,14 @@ fn the_next_releases_build_names_the_functions_its_profile_no_longer_fits() {
         Some(&profile),
     );
     assert!(out.profile_relocated.is_some(), "{out:?}");
-    let st = out.stale.expect("a build with a profile says how stale it was");
+    let st = out
+        .stale
+        .expect("a build with a profile says how stale it was");
     assert!(st.mismatched >= 1, "{st:?}");
     assert!(
-        st.hottest.iter().any(|(n, c)| n == "kv_workload" && c.is_some()),
+        st.hottest
+            .iter()
+            .any(|(n, c)| n == "kv_workload" && c.is_some()),
         "{st:?}"
     );
 }
