@@ -107,6 +107,21 @@ pub fn sidecar_belongs(s: &Opened, root: &Path, m: &Manifest) -> Result<String> 
             )));
         }
     }
+    // Every profile it carries, the manifest's and those derived from them, has the hash its
+    // own record gives.
+    for p in &r.profiles {
+        let got = ProfileInput::from_path(s.path_of(p))
+            .content_hash()
+            .unwrap_or_default();
+        if got != p.hash {
+            return Err(refuse(format!(
+                "{}: its hash is {}, the sidecar's record says {} (truncated or altered)",
+                p.path,
+                short(&got),
+                short(&p.hash)
+            )));
+        }
+    }
     Ok(format!(
         "the sidecar names this package, binary and manifest, and carries its {} profile(s) \
          with the manifest's hashes",

@@ -146,6 +146,7 @@ pub fn rebuild(req: &RebuildRequest) -> Result<Rebuilt> {
                 .as_deref()
                 .filter(|_| r.bolted)
                 .map(|f| (f, r.bolt_flags.as_slice())),
+            bolt_ready: Some(build.binary.as_path()).filter(|_| r.bolted),
             epoch: i.manifest.source_date_epoch,
         },
         &i.manifest.name,

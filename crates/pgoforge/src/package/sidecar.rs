@@ -18,6 +18,10 @@ use crate::builder::{BuildOutput, ProfileInput};
 use crate::source::{DebianSource, Source};
 use crate::toolchain::{Bolt, Compiler, FlagFamily};
 
+/// The kind of the BOLT profile's YAML form in a sidecar (derived from the .fdata the manifest
+/// names; checked against the sidecar's own record).
+pub const BOLT_YAML: &str = "bolt-yaml";
+
 /// The sidecar of `tarball` (NAME.tar.zst): NAME.rebuild.tar.zst beside it.
 pub fn beside(tarball: &Path) -> PathBuf {
     let name = tarball
@@ -217,8 +221,11 @@ pub struct SidecarInputs<'a> {
     pub compiler_profile: Option<&'a ProfileInput>,
     /// What trained it (empty when not known).
     pub training: &'a [String],
-    /// The BOLT profile (.fdata) and flags, for a BOLTed binary.
+    /// The BOLT profile (.fdata) and flags, for a BOLTed binary, and the bolt-ready binary it
+    /// profiled (its YAML form, which a next release's BOLT can infer moved code from, is made
+    /// from both).
     pub bolt: Option<(&'a Path, &'a [String])>,
+    pub bolt_ready: Option<&'a Path>,
     pub epoch: u64,
 }
 
@@ -261,6 +268,17 @@ pub fn write(i: &SidecarInputs, name: &str, out_dir: &Path) -> Result<PathBuf> {
             hash: ProfileInput::Profdata(fdata.to_path_buf()).content_hash()?,
             training: Vec::new(),
         });
+        if let Some(ready) = i.bolt_ready {
+            let b = Bolt::find().context("llvm-bolt is not installed (apt-get install bolt-22)")?;
+            let yaml = profiles_dir.join("bolt.yaml");
+            crate::profile::bolt::yaml_profile(&b, ready, fdata, &yaml)?;
+            profiles.push(CarriedProfile {
+                kind: BOLT_YAML.into(),
+                path: "profiles/bolt.yaml".into(),
+                hash: ProfileInput::Profdata(yaml).content_hash()?,
+                training: Vec::new(),
+            });
+        }
     }
     let record = RebuildRecord {
         package: name.into(),

@@ -294,6 +294,7 @@ fn write_sidecar(
                 .as_ref()
                 .zip(fdata.as_deref())
                 .map(|(b, f)| (f, b.flags.as_slice())),
+            bolt_ready: c.bolt.as_ref().map(|b| b.input.as_path()),
             epoch: manifest.source_date_epoch,
         },
         &manifest.name,

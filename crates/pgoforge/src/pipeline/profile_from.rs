@@ -2,8 +2,10 @@
 //! beside it), the sidecar itself, or a finished run's work dir that packaged one — used for
 //! this run's optimized build and BOLT instead of training: one build instead of three when a
 //! security release appears (issue 53). The compiler profile's static functions are moved to
-//! this source (builder/paths.rs); BOLT's profile is applied to the new binary as it is
-//! (functions whose code moved are reported stale by BOLT and left unprofiled). Refused before
+//! this source (builder/paths.rs); BOLT's profile is applied to the new binary in its YAML form
+//! with `-infer-stale-profile` (BOLT matches the blocks of functions whose code moved; a sidecar
+//! made before the YAML form existed gives the .fdata, whose stale functions BOLT leaves
+//! unprofiled). Refused before
 //! anything is built: a profile of another compiler family or major, and a clang profile this
 //! machine's llvm-profdata cannot read — both versions named.
 
@@ -111,7 +113,11 @@ pub fn resolve(path: &Path, into: &Path, compiler: &Compiler) -> Result<Reuse> {
     }
     Ok(Reuse {
         compiler_profile,
-        bolt_profile: r.profile("bolt").map(|p| side.path_of(p)),
+        // The YAML form when there is one: BOLT infers the counts of code that moved.
+        bolt_profile: r
+            .profile(sidecar::BOLT_YAML)
+            .or_else(|| r.profile("bolt"))
+            .map(|p| side.path_of(p)),
         provenance: ProfileProvenance {
             from: side_path.display().to_string(),
             package: r.package.clone(),

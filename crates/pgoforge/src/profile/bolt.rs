@@ -174,10 +174,14 @@ pub fn optimize(req: &BoltRequest, log: &dyn Fn(&str)) -> Result<BoltOutput> {
     };
     // The optimized binary sits beside the input, so a build tree's share files are still found.
     let out_bin = bin.with_file_name(format!("{name}.bolt"));
-    let flags = match &req.flags {
+    let mut flags = match &req.flags {
         Some(f) => f.clone(),
         None => probe_flags(req.bolt)?,
     };
+    // An earlier build's YAML profile: BOLT infers the counts of functions whose code moved.
+    if req.given.is_some_and(is_yaml) && !flags.iter().any(|f| f == INFER_STALE) {
+        flags.push(INFER_STALE.into());
+    }
     log(&format!("optimizing with {}", flags.join(" ")));
     let coverage = optimize_binary(
         req.bolt,
@@ -295,43 +299,22 @@ pub fn optimize_binary(
     let dir = out
         .parent()
         .with_context(|| format!("{} has no directory", out.display()))?;
-    let name = |p: &Path| -> Result<std::ffi::OsString> {
-        Ok(p.file_name()
-            .with_context(|| format!("{} has no file name", p.display()))?
-            .to_os_string())
-    };
-    let (input, output) = (name(bin)?, name(out)?);
-    let mut data = input.clone();
-    data.push(".fdata");
-    let mut links = vec![dir.join(&data)];
-    if bin.parent() != Some(dir) {
-        links.push(dir.join(&input));
-    }
-    let targets = [merged, bin];
-    for (link, target) in links.iter().zip(targets) {
-        let _ = fs::remove_file(link);
-        let target =
-            fs::canonicalize(target).with_context(|| format!("resolving {}", target.display()))?;
-        std::os::unix::fs::symlink(&target, link)
-            .with_context(|| format!("linking {} to {}", link.display(), target.display()))?;
-    }
-    let mut data_arg = std::ffi::OsString::from("-data=");
-    data_arg.push(&data);
-    let ran = run_tool(
-        Command::new(&bolt.llvm_bolt)
-            .current_dir(dir)
-            .arg(&input)
-            .arg("-o")
-            .arg(&output)
-            .arg(data_arg)
-            .args(flags),
-        "llvm-bolt (optimize)",
-        log_file,
-    );
-    for l in &links {
-        let _ = fs::remove_file(l);
-    }
-    let text = ran?;
+    let output = out
+        .file_name()
+        .with_context(|| format!("{} has no file name", out.display()))?;
+    let text = in_dir(dir, bin, merged, |input, data| {
+        run_tool(
+            Command::new(&bolt.llvm_bolt)
+                .current_dir(dir)
+                .arg(input)
+                .arg("-o")
+                .arg(output)
+                .arg(data)
+                .args(flags),
+            "llvm-bolt (optimize)",
+            log_file,
+        )
+    })?;
     if !is_bolted(out)? {
         bail!(
             "{} lacks BOLT's .note.bolt_info section: the optimization did not happen",
@@ -342,6 +325,82 @@ pub fn optimize_binary(
         .lines()
         .find(|l| l.contains("have non-empty execution profile"))
         .map(|l| l.trim_start_matches("BOLT-INFO: ").trim().to_string()))
+}
+
+/// Runs `f(input, data_arg)` with `bin` and `profile` linked into `dir` under relative names
+/// (`mariadbd`, `-data=mariadbd.fdata`), which BOLT then records instead of paths; the links are
+/// removed afterwards.
+fn in_dir<T>(
+    dir: &Path,
+    bin: &Path,
+    profile: &Path,
+    f: impl FnOnce(&std::ffi::OsStr, &std::ffi::OsStr) -> Result<T>,
+) -> Result<T> {
+    let input = bin
+        .file_name()
+        .with_context(|| format!("{} has no file name", bin.display()))?
+        .to_os_string();
+    let mut data = input.clone();
+    data.push(".fdata");
+    let mut links = vec![dir.join(&data)];
+    if bin.parent() != Some(dir) {
+        links.push(dir.join(&input));
+    }
+    for (link, target) in links.iter().zip([profile, bin]) {
+        let _ = fs::remove_file(link);
+        let target =
+            fs::canonicalize(target).with_context(|| format!("resolving {}", target.display()))?;
+        std::os::unix::fs::symlink(&target, link)
+            .with_context(|| format!("linking {} to {}", link.display(), target.display()))?;
+    }
+    let mut data_arg = std::ffi::OsString::from("-data=");
+    data_arg.push(&data);
+    let r = f(&input, &data_arg);
+    for l in &links {
+        let _ = fs::remove_file(l);
+    }
+    r
+}
+
+/// BOLT's flag that matches a stale YAML profile's blocks to moved code.
+pub const INFER_STALE: &str = "-infer-stale-profile";
+
+/// Whether a BOLT profile is the YAML form (it begins with a YAML document marker).
+pub fn is_yaml(profile: &Path) -> bool {
+    let mut head = [0u8; 3];
+    fs::File::open(profile)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok_and(|()| &head == b"---")
+}
+
+/// BOLT's YAML form of `fdata`, a profile of the bolt-ready `bin`, written to `out`: it carries
+/// each block's hash, so a later build whose code moved can have its counts inferred
+/// (`-infer-stale-profile`, which the .fdata form cannot feed). Written from `bin`'s directory
+/// on relative names, so the YAML names no directory of this machine.
+pub fn yaml_profile(bolt: &Bolt, bin: &Path, fdata: &Path, out: &Path) -> Result<()> {
+    let dir = bin
+        .parent()
+        .with_context(|| format!("{} has no directory", bin.display()))?;
+    let out = std::path::absolute(out)?;
+    let log = out.with_extension("log");
+    in_dir(dir, bin, fdata, |input, data| {
+        run_tool(
+            Command::new(&bolt.llvm_bolt)
+                .current_dir(dir)
+                .arg(input)
+                .arg(data)
+                .arg("-w")
+                .arg(&out)
+                .args(["-o", "/dev/null"]),
+            "llvm-bolt (the profile as YAML)",
+            &log,
+        )
+    })?;
+    let _ = fs::remove_file(&log);
+    if !out.is_file() {
+        bail!("llvm-bolt wrote no YAML profile to {}", out.display());
+    }
+    Ok(())
 }
 
 fn instrument(

@@ -183,6 +183,89 @@ fn the_next_releases_build_names_the_functions_its_profile_no_longer_fits() {
     );
 }
 
+/// BOLT's profile of one release carried to the next in its YAML form: BOLT infers the counts of
+/// the function whose code changed, where the .fdata form leaves it unprofiled.
+#[test]
+fn a_bolt_profile_of_the_last_release_is_inferred_onto_the_next() {
+    use pgoforge::profile::bolt;
+    let t = tempfile::tempdir().unwrap();
+    let b = pgoforge::toolchain::Bolt::find().expect("bolt is installed");
+    let gcc = Compiler::find("gcc", None).unwrap();
+    let old = build_at(
+        &t.path().join("old/pgofix"),
+        &t.path().join("old/work"),
+        "baseline+bolt",
+        &gcc,
+        None,
+    );
+    let fdata_dir = t.path().join("fdata");
+    fs::create_dir_all(&fdata_dir).unwrap();
+    let inst = t.path().join("pgofix.inst");
+    bolt::instrument_binary(&b, &old.binary, &fdata_dir, &inst, &t.path().join("i.log")).unwrap();
+    assert!(Command::new(&inst)
+        .args(["all", "20000"])
+        .status()
+        .unwrap()
+        .success());
+    let fdata = t.path().join("merged.fdata");
+    bolt::merge_fdata(&b, &fdata_dir, &fdata).unwrap();
+    let yaml = t.path().join("profile.yaml");
+    bolt::yaml_profile(&b, &old.binary, &fdata, &yaml).unwrap();
+    assert!(bolt::is_yaml(&yaml) && !bolt::is_yaml(&fdata));
+    let text = fs::read_to_string(&yaml).unwrap();
+    assert!(
+        !text.contains(&*t.path().to_string_lossy()),
+        "the YAML names a directory of this machine"
+    );
+    // The next release: hash() changed, so kv_workload's code moved.
+    let next = t.path().join("next/pgofix");
+    pgoforge::infra::fs::copy_tree(&fixture(), &next).unwrap();
+    let kv = next.join("src/kv.c");
+    let src = fs::read_to_string(&kv).unwrap().replace(
+        "static uint32_t hash(uint32_t k) { k ^= k >> 16;",
+        "static uint32_t hash(uint32_t k) { if (k == 12345) return 7; k ^= k >> 16;",
+    );
+    fs::write(&kv, src).unwrap();
+    let new = build_at(
+        &next,
+        &t.path().join("next/work"),
+        "baseline+bolt",
+        &gcc,
+        None,
+    );
+    let mut flags = bolt::probe_flags(&b).unwrap();
+    flags.push(bolt::INFER_STALE.into());
+    let out = t.path().join("out/pgofix.bolt");
+    fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let log = t.path().join("opt.log");
+    bolt::optimize_binary(&b, &new.binary, &yaml, &flags, &out, &log).unwrap();
+    let said = fs::read_to_string(&log).unwrap();
+    let inferred = said
+        .lines()
+        .find(|l| l.contains("inferred profile for"))
+        .unwrap_or_else(|| panic!("no inference: {said}"));
+    let n: u64 = inferred
+        .split("inferred profile for ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(n >= 1, "{inferred}");
+    assert_eq!(
+        Command::new(&out)
+            .args(["all", "20000"])
+            .output()
+            .unwrap()
+            .stdout,
+        Command::new(&new.binary)
+            .args(["all", "20000"])
+            .output()
+            .unwrap()
+            .stdout,
+        "the BOLTed next release computes what it did before BOLT"
+    );
+}
+
 fn pgoforge(args: &[&str]) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_pgoforge"))
         .args(args)
