@@ -406,6 +406,57 @@ pub fn rebuild_and_tamper(pkg: &Path, standin: &Path, scratch: &Path) {
         "{out}"
     );
 
+    // A consistent forgery: the binary changed, and the manifest, SHA256SUMS and sidecar all
+    // made to agree with it. Verification cannot tell; a rebuild can (exit 11), and names the
+    // section that differs.
+    let gdir = scratch.join("forged-package");
+    let groot = unpacked(pkg, &gdir);
+    alter(&groot, "bin/mariadbd", |b| {
+        let at = b
+            .windows(7)
+            .position(|w| w == b"MariaDB")
+            .expect("the server names itself");
+        b[at] = b'X';
+    });
+    let forged_sha = pgoforge::infra::fs::sha256_file(&groot.join("bin/mariadbd")).unwrap();
+    alter(&groot, "manifest.json", |b| {
+        let mut v: serde_json::Value = serde_json::from_slice(b).unwrap();
+        v["binary_sha256"] = forged_sha.clone().into();
+        *b = (serde_json::to_string_pretty(&v).unwrap() + "\n").into_bytes();
+    });
+    let manifest_sha = pgoforge::infra::fs::sha256_file(&groot.join("manifest.json")).unwrap();
+    let forged = scratch.join("forged").join(pkg.file_name().unwrap());
+    fs::create_dir_all(forged.parent().unwrap()).unwrap();
+    repack(&gdir, &forged);
+    let sfdir = scratch.join("forged-sidecar");
+    let sfroot = unpacked(&sidecar, &sfdir);
+    alter(&sfroot, "rebuild.json", |b| {
+        let mut v: serde_json::Value = serde_json::from_slice(b).unwrap();
+        v["binary_sha256"] = forged_sha.clone().into();
+        v["manifest_sha256"] = manifest_sha.clone().into();
+        *b = serde_json::to_vec_pretty(&v).unwrap();
+    });
+    repack(&sfdir, &pgoforge::package::sidecar::beside(&forged));
+    let f = forged.to_str().unwrap();
+    let (code, out) = pgoforge(&["package", "verify", f, "--no-start"]);
+    assert_eq!(code, 0, "a consistent forgery passes verification: {out}");
+    let (code, out) = pgoforge(&[
+        "rebuild",
+        f,
+        "--source",
+        standin.to_str().unwrap(),
+        "--work-dir",
+        scratch.join("w6").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 11, "{out}");
+    assert!(
+        out.contains("DIFFERS")
+            && out
+                .lines()
+                .any(|l| l.contains("section .") && l.contains("(loaded)")),
+        "{out}"
+    );
+
     // Another compiler version: refused before anything is fetched or built.
     let tdir = scratch.join("toolchain-sidecar");
     let troot = unpacked(&sidecar, &tdir);
