@@ -270,6 +270,7 @@ fn distro(
 fn profile_from(
     a: &RunArgs,
     compiler: &pgoforge::toolchain::Compiler,
+    recipe: &pgoforge::recipe::Recipe,
     reporter: &dyn pgoforge::events::Reporter,
 ) -> Result<(
     Option<pgoforge::pipeline::profile_from::Reuse>,
@@ -286,7 +287,7 @@ fn profile_from(
     } else {
         (a.work.create()?.join("reuse"), None)
     };
-    let r = pgoforge::pipeline::profile_from::resolve(from, &into, compiler)?;
+    let r = pgoforge::pipeline::profile_from::resolve(from, &into, compiler, recipe)?;
     let p = &r.provenance;
     reporter.message(
         "profile",
@@ -354,7 +355,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
     let recipe_has_mtr = recipe.mtr.is_some();
     let compiler = a.compiler.find(&recipe)?;
     let distro = distro(&a, &recipe);
-    let (reuse, _reuse_scratch) = profile_from(&a, &compiler, reporter.as_ref())?;
+    let (reuse, _reuse_scratch) = profile_from(&a, &compiler, &recipe, reporter.as_ref())?;
     let request = RunRequest {
         recipe,
         source: a.source.source.clone(),

@@ -7,7 +7,8 @@
 //! made before the YAML form existed gives the .fdata, whose stale functions BOLT leaves
 //! unprofiled). Refused before
 //! anything is built: a profile of another compiler family or major, and a clang profile this
-//! machine's llvm-profdata cannot read — both versions named.
+//! machine's llvm-profdata cannot read — both versions named —, and the profiles of another
+//! server family (a MySQL profile for MariaDB).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -73,7 +74,12 @@ fn sidecar_of(path: &Path) -> Result<(PathBuf, Option<PathBuf>)> {
 
 /// Opens the sidecar `path` names into `into` (emptied first), checks it against its package
 /// when there is one, and its compiler profile against `compiler`.
-pub fn resolve(path: &Path, into: &Path, compiler: &Compiler) -> Result<Reuse> {
+pub fn resolve(
+    path: &Path,
+    into: &Path,
+    compiler: &Compiler,
+    recipe: &crate::recipe::Recipe,
+) -> Result<Reuse> {
     if !path.exists() {
         return Err(refuse(format!(
             "--profile-from {} does not exist",
@@ -100,6 +106,18 @@ pub fn resolve(path: &Path, into: &Path, compiler: &Compiler) -> Result<Reuse> {
     }
     let r = &side.record;
     check_compiler(&r.toolchain, compiler, &side_path)?;
+    let theirs = side.recipe()?;
+    if theirs.family != recipe.family {
+        return Err(refuse(format!(
+            "--profile-from {}: its profiles are of recipe {} ({:?}), and this run builds {} \
+             ({:?}): another server's profile fits none of this one's functions",
+            side_path.display(),
+            theirs.name,
+            theirs.family,
+            recipe.name,
+            recipe.family
+        )));
+    }
     let Some(cp) = r.profile("compiler") else {
         return Err(refuse(format!(
             "--profile-from {}: the sidecar carries no compiler profile (its package was not \

@@ -290,9 +290,16 @@ fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_
 fn from_the_packages_profiles(pkg: &Path, dir: &Path) {
     let gcc = Compiler::find("gcc", None).unwrap();
     let work = dir.join("work");
-    let reuse = pgoforge::pipeline::profile_from::resolve(pkg, &work.join("reuse"), &gcc).unwrap();
+    let recipe = Recipe::load(standin().join("recipe.toml").to_str().unwrap()).unwrap();
+    let reuse =
+        pgoforge::pipeline::profile_from::resolve(pkg, &work.join("reuse"), &gcc, &recipe).unwrap();
+    // Another server family's run refuses the profile before anything is built.
+    let fix = Recipe::load(fixture().join("recipe.toml").to_str().unwrap()).unwrap();
+    let e =
+        pgoforge::pipeline::profile_from::resolve(pkg, &dir.join("other"), &gcc, &fix).unwrap_err();
+    assert!(format!("{e:#}").contains("recipe standin"), "{e:#}");
     let mut req = request(
-        Recipe::load(standin().join("recipe.toml").to_str().unwrap()).unwrap(),
+        recipe,
         standin(),
         gcc,
         "pgo",
