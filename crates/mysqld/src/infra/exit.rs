@@ -13,7 +13,7 @@
 //! | 6 | a package failed verification (`package verify`: hashes, version, deployment files, start) |
 //! | 7 | the source could not be fetched: the mirror does not serve it (404), did not answer, or served a file whose checksum differs |
 //! | 8 | the package was compiled for a CPU level this machine lacks (`package verify`, and the package's own `cpu-check`) |
-//! | 9 | provenance: a package's binary or profile does not match its manifest, a profile is missing, or a rebuild sidecar belongs to another package (`package verify`, `rebuild`; the message names the file) |
+//! | 9 | provenance: a package's files match its SHA256SUMS but its binary or a profile does not match its manifest, a profile is missing, or a rebuild sidecar belongs to another package (`package verify`, `rebuild`; the message names the file) |
 //! | 10 | `rebuild` refused: this machine's compiler, linker or BOLT is not the one the package was built with (`--allow-toolchain-change`) |
 //! | 11 | `rebuild` finished and the rebuilt binary differs from the package's (the differing sections are listed) |
 //! | 75 | the machine was too busy to benchmark (EX_TEMPFAIL: rerun when it is quiet) |

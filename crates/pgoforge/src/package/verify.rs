@@ -39,16 +39,20 @@ impl Verification {
         self.checks.iter().all(|c| c.ok)
     }
 
-    /// The exit status: 0; 6 when the package is damaged, altered or does not start; 8 when all
-    /// that fails is the CPU (the package is sound, this machine cannot run it).
+    /// The exit status: 0; 6 when the package is damaged, altered or does not start; 9 when its
+    /// files match SHA256SUMS but not the manifest's or the sidecar's hashes; 8 when all that
+    /// fails is the CPU (the package is sound, this machine cannot run it).
     pub fn status(&self) -> ExitStatus {
         let failed = |cpu: bool| self.checks.iter().any(|c| !c.ok && (c.name == CPU) == cpu);
-        // The more specific finding first: a binary that is not the manifest's is also one
-        // that differs from SHA256SUMS when only the binary was swapped.
-        if self
-            .checks
-            .iter()
-            .any(|c| !c.ok && c.name.starts_with(PROVENANCE))
+        let damaged = self.checks.iter().any(|c| !c.ok && c.name == HASHES);
+        // Damage first (a file that differs from SHA256SUMS also differs from the manifest's
+        // hash); provenance when the files agree with SHA256SUMS but not with the manifest or
+        // the sidecar — a swap that rewrote SHA256SUMS too.
+        if !damaged
+            && self
+                .checks
+                .iter()
+                .any(|c| !c.ok && c.name.starts_with(PROVENANCE))
         {
             ExitStatus::Provenance
         } else if failed(false) {
@@ -65,6 +69,8 @@ impl Verification {
 const CPU: &str = "cpu";
 /// The provenance checks' names begin so (exit status 9).
 const PROVENANCE: &str = "provenance";
+/// The SHA256SUMS check's name.
+const HASHES: &str = "hashes";
 
 /// The check of the CPU (this machine's, or the stand-in `cpuinfo`) against the manifest's
 /// requirement; None when the package asks nothing beyond x86-64.
@@ -282,7 +288,7 @@ fn server_binary(root: &Path) -> Option<PathBuf> {
 fn hashes(root: &Path) -> Check {
     let sums = match super::unpack::check_sums(root) {
         Ok(s) => s,
-        Err(e) => return check("hashes", false, format!("no SHA256SUMS: {e}")),
+        Err(e) => return check(HASHES, false, format!("no SHA256SUMS: {e}")),
     };
     let (edited, differing): (Vec<&String>, Vec<&String>) =
         sums.differing.iter().partition(|n| editable(n));
@@ -310,7 +316,7 @@ fn hashes(root: &Path) -> Check {
             names.join(", ")
         );
     }
-    check("hashes", bad.is_empty(), detail)
+    check(HASHES, bad.is_empty(), detail)
 }
 
 /// The deployment files (packages made since 2026-12-02): my.cnf names directories the package
