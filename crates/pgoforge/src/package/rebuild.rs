@@ -305,7 +305,21 @@ fn build_notes(r: &sidecar::RebuildRecord, build: &builder::BuildOutput) -> Vec<
         .compile_flags()
         .iter()
         .any(|f| f == "-flto=thin");
-    if thin_lto && !r.build_dir.is_empty() && build.build_dir != Path::new(&r.build_dir) {
+    let gcc_profile =
+        build.compiler.family == crate::toolchain::FlagFamily::Gcc && build.profile_hash.is_some();
+    let elsewhere = !r.build_dir.is_empty() && build.build_dir != Path::new(&r.build_dir);
+    if gcc_profile && elsewhere {
+        notes.push(format!(
+            "the package was built in {}, this rebuild in {}: GCC's profile records do not \
+             match functions compiled from another source path, so in another directory most \
+             functions find no profile ({} missing-profile warnings here) and the code differs; \
+             rebuild with the package's --work-dir (three levels above its build directory)",
+            r.build_dir,
+            build.build_dir.display(),
+            build.missing_profile_warnings
+        ));
+    }
+    if thin_lto && elsewhere {
         // WORK/builds/NAME-KEY/build: the work dir is three levels up.
         let work = Path::new(&r.build_dir)
             .ancestors()
