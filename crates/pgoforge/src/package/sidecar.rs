@@ -15,6 +15,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::builder::{BuildOutput, ProfileInput};
+use crate::infra::runner::version_of;
 use crate::source::{DebianSource, Source};
 use crate::toolchain::{Bolt, Compiler, FlagFamily};
 
@@ -53,6 +54,7 @@ pub struct Toolchain {
     pub bolt: Option<String>,
 }
 
+/// The first line of `cmd arg` that contains `needle` (llvm-bolt's version is not its first).
 fn first_line_with(cmd: &Path, arg: &str, needle: &str) -> Option<String> {
     let out = Command::new(cmd).arg(arg).output().ok()?;
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -72,7 +74,7 @@ impl Toolchain {
                 } else {
                     crate::infra::tools::which("ld.lld").unwrap_or(p)
                 };
-                first_line_with(&p, "--version", "LLD")
+                version_of(&p, "--version")
             }
             FlagFamily::Gcc => None,
         };
@@ -87,7 +89,7 @@ impl Toolchain {
             compiler_version: compiler.version.clone(),
             cc: compiler.cc.display().to_string(),
             lld,
-            binutils: first_line_with(Path::new("ld"), "--version", "")
+            binutils: version_of(Path::new("ld"), "--version")
                 .context("ld --version gave nothing (apt-get install binutils)")?,
             bolt,
         })

@@ -268,18 +268,13 @@ fn write_sidecar(
             }
         }
     };
-    let compiler_profile = match &build.profile_hash {
-        Some(h) => Some(profile_of(work, build, h)?),
-        None => None,
+    let (compiler_profile, training) = match &build.profile_hash {
+        Some(h) => {
+            let (p, t) = profile_of(work, build, h)?;
+            (Some(p), t)
+        }
+        None => (None, Vec::new()),
     };
-    let training = build
-        .profile_hash
-        .as_ref()
-        .and_then(|h| {
-            crate::profile::Stored::load(&work.join("profiles").join(&h[..16.min(h.len())])).ok()
-        })
-        .map(|s| s.meta.training)
-        .unwrap_or_default();
     let fdata = c.bolt.as_ref().map(|b| b.profile.data());
     crate::package::sidecar::write(
         &crate::package::sidecar::SidecarInputs {
@@ -303,26 +298,26 @@ fn write_sidecar(
     Ok(())
 }
 
-/// The profile a build used, with the hash its key holds: in the store, or where `--profile`
-/// named it.
+/// The profile a build used, with the hash its key holds — in the store (with what its training
+/// ran), or where `--profile` named it (training not known).
 fn profile_of(
     work: &Path,
     build: &crate::builder::BuildOutput,
     hash: &str,
-) -> Result<crate::builder::ProfileInput> {
+) -> Result<(crate::builder::ProfileInput, Vec<String>)> {
     let stored = work.join("profiles").join(&hash[..16.min(hash.len())]);
     let candidates = crate::profile::Stored::load(&stored)
         .ok()
-        .map(|s| s.input())
+        .map(|s| (s.input(), s.meta.training))
         .into_iter()
         .chain(
             build
                 .profile_path
                 .clone()
-                .map(crate::builder::ProfileInput::from_path),
+                .map(|p| (crate::builder::ProfileInput::from_path(p), Vec::new())),
         );
     for c in candidates {
-        if c.content_hash().is_ok_and(|h| h == hash) {
+        if c.0.content_hash().is_ok_and(|h| h == hash) {
             return Ok(c);
         }
     }

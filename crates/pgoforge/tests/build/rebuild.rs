@@ -47,6 +47,43 @@ fn build_at(
     .unwrap_or_else(|e| panic!("{e:#}"))
 }
 
+/// A clang profile of the fixture copied to DIR/pgofix, trained there (DIR/work).
+fn trained(dir: &Path, clang: &Compiler) -> ProfileInput {
+    let gen = build_at(
+        &dir.join("pgofix"),
+        &dir.join("work"),
+        "pgo-gen",
+        clang,
+        None,
+    );
+    let raw = gen.profile_gen_dir.clone().unwrap();
+    let st = Command::new(&gen.binary)
+        .args(["all", "20000"])
+        .env("LLVM_PROFILE_FILE", raw.join("%m-%p.profraw"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    ProfileInput::Profdata(train::merge_profraw(&gen, &raw, None).unwrap())
+}
+
+/// The fixture's "next release" at `to`: hash() gains a branch, so the control flow of
+/// kv_workload, which inlines it, changes.
+fn next_release(to: &Path) -> PathBuf {
+    pgoforge::infra::fs::copy_tree(&fixture(), to).unwrap();
+    let kv = to.join("src/kv.c");
+    let text = fs::read_to_string(&kv).unwrap();
+    let changed = text.replace(
+        "static uint32_t hash(uint32_t k) { k ^= k >> 16;",
+        "static uint32_t hash(uint32_t k) { if (k == 12345) return 7; k ^= k >> 16;",
+    );
+    assert_ne!(
+        text, changed,
+        "the fixture's hash() moved; update this test"
+    );
+    fs::write(&kv, changed).unwrap();
+    to.to_path_buf()
+}
+
 fn stripped(bin: &Path, out: &Path) -> Vec<u8> {
     let st = Command::new("strip")
         .arg("--strip-all")
@@ -64,21 +101,7 @@ fn a_clang_pgo_thinlto_build_is_the_same_bytes_in_any_directory() {
     let t = tempfile::tempdir().unwrap();
     let clang = Compiler::find("clang-22", None).unwrap();
     // Trained in one place...
-    let gen = build_at(
-        &t.path().join("train/pgofix"),
-        &t.path().join("train/work"),
-        "pgo-gen",
-        &clang,
-        None,
-    );
-    let dir = gen.profile_gen_dir.clone().unwrap();
-    let st = Command::new(&gen.binary)
-        .args(["all", "20000"])
-        .env("LLVM_PROFILE_FILE", dir.join("%m-%p.profraw"))
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let profile = ProfileInput::Profdata(train::merge_profraw(&gen, &dir, None).unwrap());
+    let profile = trained(&t.path().join("train"), &clang);
     // ... built from the training's source tree, where the profile's names fit as they are,
     // and from another, of another name and depth, where they must be moved.
     let a = build_at(
@@ -134,35 +157,9 @@ fn a_clang_pgo_thinlto_build_is_the_same_bytes_in_any_directory() {
 fn the_next_releases_build_names_the_functions_its_profile_no_longer_fits() {
     let t = tempfile::tempdir().unwrap();
     let clang = Compiler::find("clang-22", None).unwrap();
-    let gen = build_at(
-        &t.path().join("old/pgofix"),
-        &t.path().join("old/work"),
-        "pgo-gen",
-        &clang,
-        None,
-    );
-    let dir = gen.profile_gen_dir.clone().unwrap();
-    let st = Command::new(&gen.binary)
-        .args(["all", "20000"])
-        .env("LLVM_PROFILE_FILE", dir.join("%m-%p.profraw"))
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let profile = ProfileInput::Profdata(train::merge_profraw(&gen, &dir, None).unwrap());
+    let profile = trained(&t.path().join("old"), &clang);
     // The next release: one function's control flow changed (inlined into kv_workload).
-    let next = t.path().join("next/pgofix");
-    pgoforge::infra::fs::copy_tree(&fixture(), &next).unwrap();
-    let kv = next.join("src/kv.c");
-    let text = fs::read_to_string(&kv).unwrap();
-    let changed = text.replace(
-        "static uint32_t hash(uint32_t k) { k ^= k >> 16;",
-        "static uint32_t hash(uint32_t k) { if (k == 12345) return 7; k ^= k >> 16;",
-    );
-    assert_ne!(
-        text, changed,
-        "the fixture's hash() moved; update this test"
-    );
-    fs::write(&kv, changed).unwrap();
+    let next = next_release(&t.path().join("next/pgofix"));
     let out = build_at(
         &next,
         &t.path().join("next/work"),
@@ -218,14 +215,7 @@ fn a_bolt_profile_of_the_last_release_is_inferred_onto_the_next() {
         "the YAML names a directory of this machine"
     );
     // The next release: hash() changed, so kv_workload's code moved.
-    let next = t.path().join("next/pgofix");
-    pgoforge::infra::fs::copy_tree(&fixture(), &next).unwrap();
-    let kv = next.join("src/kv.c");
-    let src = fs::read_to_string(&kv).unwrap().replace(
-        "static uint32_t hash(uint32_t k) { k ^= k >> 16;",
-        "static uint32_t hash(uint32_t k) { if (k == 12345) return 7; k ^= k >> 16;",
-    );
-    fs::write(&kv, src).unwrap();
+    let next = next_release(&t.path().join("next/pgofix"));
     let new = build_at(
         &next,
         &t.path().join("next/work"),
@@ -266,19 +256,10 @@ fn a_bolt_profile_of_the_last_release_is_inferred_onto_the_next() {
     );
 }
 
+/// pgoforge's exit status and all it printed (stdout, then stderr).
 fn pgoforge(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_pgoforge"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
+    let r = crate::common::pgoforge(args);
+    (r.code, r.stdout + &r.stderr)
 }
 
 /// `dir` (holding one top directory NAME) packed as `out` the way pgoforge packs.
@@ -320,7 +301,7 @@ pub fn rebuild_and_tamper(pkg: &Path, standin: &Path, scratch: &Path) {
     assert!(sidecar.is_file(), "no sidecar beside {}", pkg.display());
     let p = pkg.to_str().unwrap();
     let w2 = scratch.join("another/place/work");
-    let (code, out) = pgoforge(&[
+    let ran = crate::common::pgoforge(&[
         "rebuild",
         p,
         "--source",
@@ -329,10 +310,10 @@ pub fn rebuild_and_tamper(pkg: &Path, standin: &Path, scratch: &Path) {
         w2.to_str().unwrap(),
         "--json",
     ]);
-    assert_eq!(code, 0, "{out}");
-    // stdout (the JSON) first, then stderr's progress lines.
-    let json = &out[..out.find("\n}\n").unwrap() + 3];
-    let r: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let out = format!("{}{}", ran.stdout, ran.stderr);
+    assert_eq!(ran.code, 0, "{out}");
+    let r: serde_json::Value =
+        serde_json::from_str(&ran.stdout).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(r["binary_identical"], true, "{out}");
     assert_eq!(r["package_identical"], true, "{out}");
     let (code, out) = pgoforge(&["package", "verify", p, "--no-start"]);
