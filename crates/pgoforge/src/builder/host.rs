@@ -53,6 +53,7 @@ pub struct Job {
     pub profile: Option<ProfileInput>,
     pub work_dir: PathBuf,
     pub jobs: usize,
+    pub source_paths: super::relative::SourcePaths,
 }
 
 /// What the build host's pgoforge answers, one JSON line each.
@@ -117,6 +118,7 @@ pub fn serve() -> Result<i32> {
         jobs: job.jobs,
         progress: Some(&tick),
         cluster: None,
+        source_paths: job.source_paths,
     };
     match super::build(&req) {
         Ok(b) => send(&Answer::Built(Box::new(b))),
@@ -313,6 +315,7 @@ fn build_there(host: &SshTarget, bin_dir: &str, req: &BuildRequest) -> Result<Bu
         work_dir: std::fs::canonicalize(req.work_dir)
             .unwrap_or_else(|_| req.work_dir.to_path_buf()),
         jobs: req.jobs,
+        source_paths: req.source_paths,
     };
     let mut session = host.start_copied(bin_dir, "build-serve")?;
     // stdin stays open until the answer is in: closing it is what stops the build there.

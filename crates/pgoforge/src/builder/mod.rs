@@ -12,6 +12,7 @@ pub mod host;
 pub mod opt_level;
 pub mod paths;
 pub mod pch;
+pub mod relative;
 pub mod staleness;
 pub mod variant;
 
@@ -50,6 +51,9 @@ pub struct BuildRequest<'a> {
     /// A build cluster (sccache-dist) the compiles may go to, where [`cluster::placement`]
     /// allows; not part of the key (the objects are the same).
     pub cluster: Option<&'a cluster::Cluster>,
+    /// How the compiles name their sources: as the profile was trained
+    /// ([`relative::SourcePaths::of_profile`]); not part of the key.
+    pub source_paths: relative::SourcePaths,
 }
 
 /// A finished build (build.json).
@@ -93,6 +97,10 @@ pub struct BuildOutput {
     /// builds made before 2026-12-05, whose binaries name the paths they were built at.
     #[serde(default)]
     pub path_neutral: bool,
+    /// How the compiles named their sources (builder/relative.rs); absent in builds made
+    /// before 2026-12-05: absolute.
+    #[serde(default)]
+    pub source_paths: relative::SourcePaths,
     /// The profile was trained in another source directory and its static-function records
     /// were moved to this one (absent: used as stored).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -298,6 +306,7 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
     // cores.
     let compile_jobs = remote.map_or(jobs, |c| jobs.max(c.cpus as usize));
     let relocated = relocate_profile(req, &dir)?;
+    let launcher = source_launcher(req, &dir)?;
     let flags = variant::flags(&variant::FlagInputs {
         variant: v,
         compiler: req.compiler,
@@ -314,7 +323,14 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
     let t0 = Instant::now();
 
     let before = remote.and_then(|c| cluster::stats(&c.sccache));
-    configure(req, &build_dir, &flags, remote, &log_path)?;
+    configure(
+        req,
+        &build_dir,
+        &flags,
+        remote,
+        launcher.as_deref(),
+        &log_path,
+    )?;
     compile(req, &build_dir, compile_jobs, &log_path)?;
 
     let binary = build_dir.join(&req.recipe.build.binary);
@@ -353,6 +369,10 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
         built_on: None,
         path_neutral: !paths::prefix_maps(req.compiler.family, &req.source.dir, &build_dir)
             .is_empty(),
+        source_paths: match launcher {
+            Some(_) => relative::SourcePaths::Relative,
+            None => relative::SourcePaths::Absolute,
+        },
         profile_relocated: relocated.map(|(_, r)| r),
         profile_path: req.profile.map(|p| p.path().to_path_buf()),
         stale: req
@@ -365,6 +385,26 @@ pub fn build(req: &BuildRequest) -> Result<BuildOutput> {
     };
     crate::infra::fs::write_json(&dir.join("build.json"), &out)?;
     Ok(out)
+}
+
+/// The launcher that names the sources relative (builder/relative.rs), when the request asks
+/// for it; an earlier attempt's objects compiled the other way are removed.
+fn source_launcher(req: &BuildRequest, dir: &Path) -> Result<Option<PathBuf>> {
+    let build_dir = dir.join("build");
+    let before = dir.join(relative::LAUNCHER).is_file();
+    let launcher = match req.source_paths {
+        relative::SourcePaths::Relative => relative::prepare(dir, &req.source.dir)?,
+        relative::SourcePaths::Absolute => {
+            relative::remove(dir)?;
+            None
+        }
+    };
+    if build_dir.join("CMakeCache.txt").is_file() && before != launcher.is_some() {
+        fs::remove_dir_all(&build_dir)
+            .with_context(|| format!("removing {}", build_dir.display()))?;
+        fs::create_dir_all(&build_dir)?;
+    }
+    Ok(launcher)
 }
 
 /// The request's clang profile moved to this build's source tree, when it was trained in
@@ -392,6 +432,7 @@ fn configure(
     build_dir: &Path,
     flags: &FlagSet,
     remote: Option<&cluster::Cluster>,
+    launcher: Option<&Path>,
     log_path: &Path,
 ) -> Result<()> {
     let v = req.variant;
@@ -407,7 +448,7 @@ fn configure(
         pch::remove_stale(build_dir);
         None
     };
-    let mut configure = configure_command(req, build_dir, flags, remote);
+    let mut configure = configure_command(req, build_dir, flags, remote, launcher);
     configure.args(pch::cmake_args(pch.as_deref()));
     append_line(log_path, &format!("$ {configure:?}"))?;
     Tool::new(
@@ -499,6 +540,7 @@ fn configure_command(
     build_dir: &Path,
     flags: &FlagSet,
     remote: Option<&cluster::Cluster>,
+    relative: Option<&Path>,
 ) -> Command {
     let (opt_cflags, opt_defs) = opt_level::place(&req.recipe.build.cmake_args, &flags.opt);
     // Not in the key (FlagSet): they change names in the binary, not its code (paths.rs).
@@ -533,21 +575,25 @@ fn configure_command(
         .args(&req.recipe.build.cmake_args)
         .args(&flags.cmake_defs)
         .args(&opt_defs);
-    let launcher = match remote {
+    let cache = match remote {
         Some(cl) => Some(cl.sccache.clone()),
         None if !req.variant.instrumented() => crate::infra::tools::which("ccache"),
         None => None,
     };
-    match launcher {
-        Some(l) => {
-            c.arg(format!("-DCMAKE_C_COMPILER_LAUNCHER={}", l.display()));
-            c.arg(format!("-DCMAKE_CXX_COMPILER_LAUNCHER={}", l.display()));
-        }
+    // The relative-path launcher first: the cache sees the rewritten command.
+    let launchers: Vec<String> = relative
+        .into_iter()
+        .chain(cache.as_deref())
+        .map(|l| l.display().to_string())
+        .collect();
+    if launchers.is_empty() {
         // A directory configured with a launcher before keeps it in CMake's cache otherwise.
-        None => {
-            c.arg("-UCMAKE_C_COMPILER_LAUNCHER");
-            c.arg("-UCMAKE_CXX_COMPILER_LAUNCHER");
-        }
+        c.arg("-UCMAKE_C_COMPILER_LAUNCHER");
+        c.arg("-UCMAKE_CXX_COMPILER_LAUNCHER");
+    } else {
+        let list = launchers.join(";");
+        c.arg(format!("-DCMAKE_C_COMPILER_LAUNCHER={list}"));
+        c.arg(format!("-DCMAKE_CXX_COMPILER_LAUNCHER={list}"));
     }
     c
 }
@@ -665,6 +711,7 @@ mod tests {
                 jobs: 0,
                 progress: None,
                 cluster: None,
+                source_paths: Default::default(),
             })
             .unwrap()
         };

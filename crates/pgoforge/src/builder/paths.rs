@@ -5,17 +5,16 @@
 //! 1. `__FILE__` strings and debug info name the source and build directories (2 069 strings in
 //!    a MariaDB 10.11 server). Prefix maps rewrite both to fixed names, [`NEUTRAL_SOURCE`] and
 //!    [`NEUTRAL_BUILD`].
-//! 2. clang names a static function's profile record by its file's path as compiled
-//!    (`/work/a/sources/mariadb-10.11.18-…/storage/innobase/row/row0sel.cc;_ZL…`), and no prefix
-//!    map changes that name (checked with clang 22): a profile trained in one work dir misses
-//!    every static function in another, and the binary differs. The build relocates a
-//!    profile's names to its own source tree ([`relocate_profdata`]: llvm-profdata's text
-//!    format, the prefix rewritten, merged back). GCC finds its .gcda files by object path
-//!    relative to the build directory (`-fprofile-prefix-path`), but does not match the records
-//!    inside to functions compiled from another source path: the same GCC build from the same
-//!    profile in another work dir gave 8 992 "profile for function … not found" warnings against
-//!    36 in the training's own (docs/results/mariadb-10.11-rebuild/). Not fixed yet: a GCC
-//!    profile is used where it was trained.
+//! 2. Both compilers key a static function's profile record by its source path as compiled: a
+//!    profile trained in one work dir misses every static function in another, and the binary
+//!    differs. Builds now name their sources relative to each compile's directory
+//!    (builder/relative.rs), which fixes it for both. A clang profile trained before, with
+//!    absolute names (`/work/a/sources/mariadb-10.11.18-…/storage/innobase/row/row0sel.cc;_ZL…`),
+//!    is relocated to the build's own source tree ([`relocate_profdata`]: llvm-profdata's text
+//!    format, the prefix rewritten, merged back); no prefix map changes those names (checked
+//!    with clang 22). GCC hashes the path into the record's id, which cannot be rewritten: an
+//!    old GCC profile keeps working only in its own work dir (8 992 "profile for function …
+//!    not found" warnings against 36 elsewhere; docs/results/mariadb-10.11-rebuild/).
 //! 3. `__DATE__` and `__TIME__`: the compilers take `SOURCE_DATE_EPOCH`, the source's own date
 //!    (source/date.rs).
 //!
@@ -37,8 +36,9 @@ pub const NEUTRAL_SOURCE: &str = "/usr/src/pgoforge/source";
 /// What the build directory is called inside a path-neutral binary.
 pub const NEUTRAL_BUILD: &str = "/usr/src/pgoforge/build";
 
-/// The compile flags that name `source` and `build` by their neutral names; empty when a path
-/// holds white space (CMake's flag strings split there; such a build is not path-neutral).
+/// The compile flags that name `source` and `build` by their neutral names (and, for GCC, keep
+/// its command line out of the debug info); empty when a path holds white space (CMake's flag
+/// strings split there; such a build is not path-neutral).
 pub fn prefix_maps(family: FlagFamily, source: &Path, build: &Path) -> Vec<String> {
     let pairs = [(source, NEUTRAL_SOURCE), (build, NEUTRAL_BUILD)];
     if pairs
@@ -60,6 +60,11 @@ pub fn prefix_maps(family: FlagFamily, source: &Path, build: &Path) -> Vec<Strin
             }
             FlagFamily::Clang => flags.push(format!("-ffile-prefix-map={from}={to}")),
         }
+    }
+    if family == FlagFamily::Gcc {
+        // GCC records its command line in the debug info (DW_AT_producer), profile paths and
+        // all: the build id, computed over the whole file, then differs in every work dir.
+        flags.push("-gno-record-gcc-switches".into());
     }
     flags
 }
@@ -222,7 +227,8 @@ mod tests {
             ]
         );
         let g = prefix_maps(FlagFamily::Gcc, s, b);
-        assert_eq!(g.len(), 4);
+        assert_eq!(g.len(), 5);
+        assert!(g.contains(&"-gno-record-gcc-switches".to_string()));
         assert!(g.iter().all(|f| !f.starts_with("-ffile-prefix-map")));
         assert!(prefix_maps(FlagFamily::Gcc, Path::new("/my work/src"), b).is_empty());
     }

@@ -2,6 +2,7 @@
 
 use anyhow::Result;
 use clap::Args;
+use pgoforge::builder::relative::SourcePaths;
 use pgoforge::builder::{self, BuildRequest, ProfileInput, Variant};
 use pgoforge::pipeline::stage::Ctx;
 use pgoforge::pipeline::stages::BuildStage;
@@ -82,6 +83,7 @@ pub fn main(a: BuildArgs) -> Result<i32> {
             jobs: a.jobs,
             progress: None,
             cluster: cluster.cluster(),
+            source_paths: SourcePaths::of_profile(profile.as_ref()),
         })?;
         println!("{key} {}", dir.display());
         if !cluster.is_not_configured() {

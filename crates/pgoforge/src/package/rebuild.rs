@@ -280,6 +280,7 @@ fn build_again(
         jobs: req.jobs,
         progress: Some(&tick),
         cluster: None,
+        source_paths: builder::relative::SourcePaths::of_profile(profile),
     })
 }
 
@@ -307,7 +308,10 @@ fn build_notes(r: &sidecar::RebuildRecord, build: &builder::BuildOutput) -> Vec<
         .any(|f| f == "-flto=thin");
     let gcc_profile =
         build.compiler.family == crate::toolchain::FlagFamily::Gcc && build.profile_hash.is_some();
-    let elsewhere = !r.build_dir.is_empty() && build.build_dir != Path::new(&r.build_dir);
+    // Sources named relative (builder/relative.rs) make neither of the next two matter.
+    let elsewhere = !r.build_dir.is_empty()
+        && build.build_dir != Path::new(&r.build_dir)
+        && build.source_paths == builder::relative::SourcePaths::Absolute;
     if gcc_profile && elsewhere {
         notes.push(format!(
             "the package was built in {}, this rebuild in {}: GCC's profile records do not \

@@ -14,6 +14,7 @@ use std::process::Command;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::builder::relative::SourcePaths;
 use crate::builder::{BuildOutput, ProfileInput};
 use crate::infra::runner::version_of;
 use crate::source::{DebianSource, Source};
@@ -155,6 +156,9 @@ pub struct CarriedProfile {
     /// What the training ran (the stored profile's record; empty when not known).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub training: Vec<String>,
+    /// How the instrumented build named its sources (builder/relative.rs); absent: absolute.
+    #[serde(default, skip_serializing_if = "SourcePaths::is_absolute")]
+    pub source_paths: SourcePaths,
 }
 
 /// Where a run's profiles came from when it did not train them (`run --profile-from`): the
@@ -259,6 +263,8 @@ pub fn write(i: &SidecarInputs, name: &str, out_dir: &Path) -> Result<PathBuf> {
             path: rel.into(),
             hash: p.content_hash()?,
             training: i.training.to_vec(),
+            // The build named its sources as its profile was trained.
+            source_paths: i.build.source_paths,
         });
     }
     if let Some((fdata, _)) = i.bolt {
@@ -269,6 +275,7 @@ pub fn write(i: &SidecarInputs, name: &str, out_dir: &Path) -> Result<PathBuf> {
             path: "profiles/bolt.fdata".into(),
             hash: ProfileInput::Profdata(fdata.to_path_buf()).content_hash()?,
             training: Vec::new(),
+            source_paths: SourcePaths::default(),
         });
         if let Some(ready) = i.bolt_ready {
             let b = Bolt::find().context("llvm-bolt is not installed (apt-get install bolt-22)")?;
@@ -279,6 +286,7 @@ pub fn write(i: &SidecarInputs, name: &str, out_dir: &Path) -> Result<PathBuf> {
                 path: "profiles/bolt.yaml".into(),
                 hash: ProfileInput::Profdata(yaml).content_hash()?,
                 training: Vec::new(),
+                source_paths: SourcePaths::default(),
             });
         }
     }

@@ -206,6 +206,7 @@ pub fn optimize(req: &BoltRequest, log: &dyn Fn(&str)) -> Result<BoltOutput> {
             compiler: format!("bolt-{}", req.bolt.major),
             compiler_version: req.bolt.llvm_bolt.display().to_string(),
             training: req.mix.describe(),
+            source_paths: Default::default(),
             seconds: t0.elapsed().as_secs_f64(),
             created: now_secs(),
             summary: Summary {

@@ -61,6 +61,10 @@ pub struct Meta {
     /// Seconds since the Unix epoch.
     pub created: u64,
     pub summary: Summary,
+    /// How the instrumented build named its sources (builder/relative.rs): a build from this
+    /// profile names them the same way. Absent in profiles stored before: absolute.
+    #[serde(default)]
+    pub source_paths: crate::builder::relative::SourcePaths,
 }
 
 /// A profile in the store.

@@ -481,6 +481,7 @@ pub fn train(req: &TrainRequest, log: &dyn Fn(&str)) -> Result<Stored> {
             seconds,
             created: now_secs(),
             summary,
+            source_paths: gen.source_paths,
         },
     )
 }

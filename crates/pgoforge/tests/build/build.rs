@@ -61,6 +61,7 @@ fn make(
         jobs: 2,
         progress: None,
         cluster: None,
+        source_paths: pgoforge::builder::relative::SourcePaths::of_profile(profile),
     })
     .unwrap_or_else(|e| panic!("building {variant}: {e:#}"))
 }
@@ -89,22 +90,28 @@ fn gcda_files(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The optimization levels GCC compiled a binary's units at: the last `-O` of each DWARF producer
-/// string (which records the options in order: `-O3 -O2` for a -O3 that -O2 overrode, or only
-/// the effective one).
+/// The optimization levels a binary's units were compiled at: the last `-O` of each target's
+/// compile flags as CMake gives them to the compiler (flags.make). GCC's own record of its
+/// switches in the debug info is left out of path-neutral builds (builder/paths.rs).
 fn opt_levels(binary: &Path) -> Vec<String> {
-    let out = std::process::Command::new("readelf")
-        .arg("--debug-dump=info")
-        .arg(binary)
-        .output()
-        .expect("readelf");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let levels: std::collections::BTreeSet<String> = text
-        .lines()
-        .filter(|l| l.contains("DW_AT_producer") && l.contains("GNU C"))
-        .filter_map(|l| l.split_whitespace().rfind(|w| w.starts_with("-O")))
-        .map(str::to_string)
-        .collect();
+    let targets = binary.parent().unwrap().join("CMakeFiles");
+    let mut levels = std::collections::BTreeSet::new();
+    for e in std::fs::read_dir(&targets).unwrap().flatten() {
+        let Ok(text) = std::fs::read_to_string(e.path().join("flags.make")) else {
+            continue;
+        };
+        levels.extend(
+            text.lines()
+                .filter(|l| l.starts_with("C_FLAGS") || l.starts_with("CXX_FLAGS"))
+                .filter_map(|l| l.split_whitespace().rfind(|w| w.starts_with("-O")))
+                .map(str::to_string),
+        );
+    }
+    assert!(
+        !levels.is_empty(),
+        "no compile flags under {}",
+        targets.display()
+    );
     levels.into_iter().collect()
 }
 
@@ -179,8 +186,8 @@ fn gcc_every_variant_pgo_cycle_and_cache() {
     );
     assert_eq!(own.missing_profile_warnings, 0, "see {}", own.log.display());
     assert_eq!(run(&own.binary, &["all", "20000"], &[]), expected);
-    // The level each unit was really compiled at, as GCC records it in the debug info: the
-    // build type's -O2 must not override +native's -O3 (it did until 2026-12-03).
+    // The level each unit is compiled at, the last -O its compiler is given: the build type's
+    // -O2 must not override +native's -O3 (it did until 2026-12-03).
     assert_eq!(opt_levels(&base.binary), ["-O2"], "the baseline");
     for b in [&shared, &gen_native, &own] {
         assert_eq!(opt_levels(&b.binary), ["-O3"], "{}", b.binary.display());
@@ -471,6 +478,7 @@ fn bad_input_gives_clear_errors() {
             jobs: 1,
             progress: None,
             cluster: None,
+            source_paths: pgoforge::builder::relative::SourcePaths::of_profile(profile),
         })
         .unwrap_err()
         .to_string()
@@ -507,6 +515,7 @@ fn a_failing_build_shows_its_log_and_is_never_cached() {
         jobs: 1,
         progress: None,
         cluster: None,
+        source_paths: pgoforge::builder::relative::SourcePaths::of_profile(None),
     };
     let e = format!("{:#}", build(&req).unwrap_err());
     assert!(

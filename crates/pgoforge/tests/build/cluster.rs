@@ -301,7 +301,7 @@ fn builds_go_to_a_real_sccache_dist_cluster_where_they_may_and_stay_here_where_n
     // installed server being another release than the one built, on stderr).
     let stderr = c.dir.path().join("plan.stderr");
     let (ok, plan) = sh(&format!(
-        "{} {} run --plan --work-dir={} --variants pgo+lto 2>{}",
+        "{} {} run --plan --work-dir={} --variants pgo+lto --compiler gcc 2>{}",
         c.env
             .iter()
             .map(|(k, v)| format!("{k}={v}"))

@@ -85,6 +85,7 @@ fn make(
         jobs: 2,
         progress: None,
         cluster: None,
+        source_paths: pgoforge::builder::relative::SourcePaths::of_profile(profile),
     })
     .unwrap_or_else(|e| panic!("building {variant}: {e:#}"))
 }

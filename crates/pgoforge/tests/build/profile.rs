@@ -45,6 +45,7 @@ fn fixture_build(
         jobs: 2,
         progress: None,
         cluster: None,
+        source_paths: pgoforge::builder::relative::SourcePaths::of_profile(profile),
     })
     .unwrap();
     (out, src)
@@ -70,6 +71,7 @@ fn meta(kind: Kind, source_hash: &str, compiler: &str) -> Meta {
         seconds: 1.0,
         created: pgoforge::infra::time::now_secs(),
         summary: Summary::default(),
+        source_paths: Default::default(),
     }
 }
 
@@ -305,6 +307,7 @@ fn fake_gen(work: &Path) -> BuildOutput {
         distributed: None,
         built_on: None,
         path_neutral: false,
+        source_paths: Default::default(),
         profile_relocated: None,
         profile_path: None,
         stale: None,

@@ -1,6 +1,7 @@
-//! Rebuildable by anyone (issue 56): a clang PGO+ThinLTO build of the fixture project gives the
-//! same bytes in directories of different names and depths from a profile trained in a third
-//! (builder/paths.rs: prefix maps, the profile's static functions moved to the build's source);
+//! Rebuildable by anyone (issue 56): a clang PGO+ThinLTO and a GCC PGO+LTO build of the fixture
+//! project give the same bytes in directories of different names and depths from a profile
+//! trained in a third (builder/relative.rs: sources named relative; builder/paths.rs: prefix
+//! maps, and an older profile's static functions moved to the build's source);
 //! and `pgoforge rebuild` / `package verify` on the stand-in run's package and its sidecar —
 //! identical when nothing changed, and a tampered binary, a truncated profile, another package's
 //! sidecar and another compiler version each refused with their own exit status, the file or
@@ -10,23 +11,43 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use pgoforge::builder::relative::SourcePaths;
 use pgoforge::builder::{build, BuildOutput, BuildRequest, ProfileInput};
 use pgoforge::profile::train;
 use pgoforge::recipe::Recipe;
 use pgoforge::source;
-use pgoforge::toolchain::Compiler;
+use pgoforge::toolchain::{Compiler, FlagFamily};
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/pgofix")
 }
 
-/// The fixture copied to `src` and built there as `variant` in `work`.
+/// The fixture copied to `src` and built there as `variant` in `work`, naming its sources as
+/// its profile was trained (relative without one), as the pipeline does.
 fn build_at(
     src: &Path,
     work: &Path,
     variant: &str,
-    clang: &Compiler,
+    cc: &Compiler,
     profile: Option<&ProfileInput>,
+) -> BuildOutput {
+    build_with(
+        src,
+        work,
+        variant,
+        cc,
+        profile,
+        SourcePaths::of_profile(profile),
+    )
+}
+
+fn build_with(
+    src: &Path,
+    work: &Path,
+    variant: &str,
+    cc: &Compiler,
+    profile: Option<&ProfileInput>,
+    source_paths: SourcePaths,
 ) -> BuildOutput {
     if !src.exists() {
         pgoforge::infra::fs::copy_tree(&fixture(), src).unwrap();
@@ -37,25 +58,29 @@ fn build_at(
         recipe: &recipe,
         source: &s,
         variant: variant.parse().unwrap(),
-        compiler: clang,
+        compiler: cc,
         profile,
         work_dir: work,
         jobs: 2,
         progress: None,
         cluster: None,
+        source_paths,
     })
     .unwrap_or_else(|e| panic!("{e:#}"))
 }
 
-/// A clang profile of the fixture copied to DIR/pgofix, trained there (DIR/work).
-fn trained(dir: &Path, clang: &Compiler) -> ProfileInput {
-    let gen = build_at(
+/// A profile of the fixture copied to DIR/pgofix, trained there (DIR/work) by an instrumented
+/// build that named its sources as `paths` says.
+fn trained_as(dir: &Path, cc: &Compiler, paths: SourcePaths) -> ProfileInput {
+    let gen = build_with(
         &dir.join("pgofix"),
         &dir.join("work"),
         "pgo-gen",
-        clang,
+        cc,
         None,
+        paths,
     );
+    assert_eq!(gen.source_paths, paths);
     let raw = gen.profile_gen_dir.clone().unwrap();
     let st = Command::new(&gen.binary)
         .args(["all", "20000"])
@@ -63,7 +88,17 @@ fn trained(dir: &Path, clang: &Compiler) -> ProfileInput {
         .status()
         .unwrap();
     assert!(st.success());
-    ProfileInput::Profdata(train::merge_profraw(&gen, &raw, None).unwrap())
+    match cc.family {
+        FlagFamily::Clang => {
+            ProfileInput::Profdata(train::merge_profraw(&gen, &raw, None).unwrap())
+        }
+        FlagFamily::Gcc => ProfileInput::GccDir(raw),
+    }
+}
+
+/// A clang profile trained as the pipeline trains now (sources named relative).
+fn trained(dir: &Path, clang: &Compiler) -> ProfileInput {
+    trained_as(dir, clang, SourcePaths::Relative)
 }
 
 /// The fixture's "next release" at `to`: hash() gains a branch, so the control flow of
@@ -96,50 +131,54 @@ fn stripped(bin: &Path, out: &Path) -> Vec<u8> {
     fs::read(out).unwrap()
 }
 
+/// Builds `variant` from a profile trained in one tree, in that tree and in another of another
+/// name and depth; both builds.
+fn built_here_and_elsewhere(
+    t: &Path,
+    cc: &Compiler,
+    variant: &str,
+    paths: SourcePaths,
+) -> (BuildOutput, BuildOutput) {
+    let profile = trained_as(&t.join("train"), cc, paths);
+    let a = build_at(
+        &t.join("train/pgofix"),
+        &t.join("a/work"),
+        variant,
+        cc,
+        Some(&profile),
+    );
+    let b = build_at(
+        &t.join("elsewhere/much/deeper/src"),
+        &t.join("elsewhere/w"),
+        variant,
+        cc,
+        Some(&profile),
+    );
+    for o in [&a, &b] {
+        assert!(o.path_neutral, "{o:?}");
+        assert_eq!(o.source_paths, paths, "named as the profile was trained");
+    }
+    (a, b)
+}
+
 #[test]
 fn a_clang_pgo_thinlto_build_is_the_same_bytes_in_any_directory() {
     let t = tempfile::tempdir().unwrap();
     let clang = Compiler::find("clang-22", None).unwrap();
-    // Trained in one place...
-    let profile = trained(&t.path().join("train"), &clang);
-    // ... built from the training's source tree, where the profile's names fit as they are,
-    // and from another, of another name and depth, where they must be moved.
-    let a = build_at(
-        &t.path().join("train/pgofix"),
-        &t.path().join("a/work"),
-        "pgo+lto",
-        &clang,
-        Some(&profile),
-    );
-    let b = build_at(
-        &t.path().join("elsewhere/much/deeper/src"),
-        &t.path().join("elsewhere/w"),
-        "pgo+lto",
-        &clang,
-        Some(&profile),
-    );
-    assert_eq!(a.profile_relocated, None, "trained in this very tree");
+    // Sources named relative (builder/relative.rs): the profile's names fit in any tree as they
+    // are, and not even the symbol table differs.
+    let (a, b) = built_here_and_elsewhere(t.path(), &clang, "pgo+lto", SourcePaths::Relative);
+    assert_eq!(a.profile_relocated, None);
+    assert_eq!(b.profile_relocated, None, "relative names need no moving");
     assert_eq!(a.stale.as_ref().map(|s| s.mismatched), Some(0), "{a:?}");
-    let r = b
-        .profile_relocated
-        .as_ref()
-        .expect("the profile names the training source: moved to this build's");
-    assert!(r.from.ends_with("/train/pgofix") && r.records >= 1, "{r:?}");
-    for o in [&a, &b] {
-        assert!(o.path_neutral, "{o:?}");
-        let text = fs::read_to_string(&o.log).unwrap();
-        assert!(
-            text.contains("-ffile-prefix-map="),
-            "the prefix maps reach the compiler"
-        );
-    }
-    let (sa, sb) = (
-        stripped(&a.binary, &t.path().join("a.stripped")),
-        stripped(&b.binary, &t.path().join("b.stripped")),
+    let text = fs::read_to_string(&a.log).unwrap();
+    assert!(
+        text.contains("cc-relative.sh"),
+        "the launcher reaches CMake"
     );
     assert!(
-        sa == sb,
-        "the same source, flags and profile gave other bytes in another directory"
+        fs::read(&a.binary).unwrap() == fs::read(&b.binary).unwrap(),
+        "the unstripped binaries differ"
     );
     // Not even the unstripped binaries name where they were built.
     let whole = fs::read(&a.binary).unwrap();
@@ -149,10 +188,69 @@ fn a_clang_pgo_thinlto_build_is_the_same_bytes_in_any_directory() {
         "{} names its build directory",
         a.binary.display()
     );
+
+    // A profile trained before (absolute names): the build elsewhere moves its records to its
+    // own tree, and the code is the same.
+    let t = tempfile::tempdir().unwrap();
+    let (a, b) = built_here_and_elsewhere(t.path(), &clang, "pgo+lto", SourcePaths::Absolute);
+    assert_eq!(a.profile_relocated, None, "trained in this very tree");
+    let r = b
+        .profile_relocated
+        .as_ref()
+        .expect("the profile names the training source: moved to this build's");
+    assert!(r.from.ends_with("/train/pgofix") && r.records >= 1, "{r:?}");
+    let text = fs::read_to_string(&a.log).unwrap();
+    assert!(
+        text.contains("-ffile-prefix-map="),
+        "the prefix maps reach the compiler"
+    );
+    let (sa, sb) = (
+        stripped(&a.binary, &t.path().join("a.stripped")),
+        stripped(&b.binary, &t.path().join("b.stripped")),
+    );
+    assert!(
+        sa == sb,
+        "the same source, flags and profile gave other bytes in another directory"
+    );
+}
+
+/// GCC hashes a static function's source path into its profile id: with absolute names a build
+/// in another tree finds no profile for them; named relative, it finds every one and gives the
+/// same bytes, unstripped.
+#[test]
+fn a_gcc_pgo_lto_build_finds_its_whole_profile_in_any_directory() {
+    let gcc = Compiler::find("gcc", None).unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let (a, b) = built_here_and_elsewhere(t.path(), &gcc, "pgo+lto", SourcePaths::Relative);
+    assert_eq!(
+        b.missing_profile_warnings,
+        a.missing_profile_warnings,
+        "the build elsewhere lost part of its profile: {}",
+        b.log.display()
+    );
+    // Whole files: GCC's command line (profile paths) stays out of the debug info, so even the
+    // build id agrees.
+    assert!(
+        fs::read(&a.binary).unwrap() == fs::read(&b.binary).unwrap(),
+        "GCC's builds differ between the two trees"
+    );
+
+    // The cause, shown: trained and built with absolute names, the same build elsewhere warns
+    // of functions without a profile that its twin in the training's tree has.
+    let t = tempfile::tempdir().unwrap();
+    let (a, b) = built_here_and_elsewhere(t.path(), &gcc, "pgo+lto", SourcePaths::Absolute);
+    assert!(
+        b.missing_profile_warnings > a.missing_profile_warnings,
+        "absolute names: {} missing in the other tree against {} (did GCC stop hashing the \
+         path? then the launcher is not needed)",
+        b.missing_profile_warnings,
+        a.missing_profile_warnings
+    );
 }
 
 /// A profile trained on one release applied to the next (a changed function, another tree): its
-/// records move to the new tree, and the function whose code changed is named as stale.
+/// records fit the new tree as they are (named relative), and the function whose code changed is
+/// named as stale.
 #[test]
 fn the_next_releases_build_names_the_functions_its_profile_no_longer_fits() {
     let t = tempfile::tempdir().unwrap();
@@ -167,7 +265,8 @@ fn the_next_releases_build_names_the_functions_its_profile_no_longer_fits() {
         &clang,
         Some(&profile),
     );
-    assert!(out.profile_relocated.is_some(), "{out:?}");
+    assert_eq!(out.source_paths, SourcePaths::Relative, "{out:?}");
+    assert_eq!(out.profile_relocated, None, "{out:?}");
     let st = out
         .stale
         .expect("a build with a profile says how stale it was");

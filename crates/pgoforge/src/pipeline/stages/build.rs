@@ -44,6 +44,7 @@ impl BuildStage<'_> {
             jobs: self.jobs,
             progress,
             cluster: self.cluster,
+            source_paths: builder::relative::SourcePaths::of_profile(self.profile),
         }
     }
 
