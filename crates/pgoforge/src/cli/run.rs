@@ -339,16 +339,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
     let reporter = super::reporter(a.json);
     let needs_bolt = variants.iter().any(|v| v.bolt_ready);
     let (recipe, source_release) = a.source.recipe()?;
-    if let (None, Some(c)) = (&a.compiler.compiler, &recipe.build.default_compiler) {
-        // Said once, up front: the compiler decides every build key and the package's name.
-        reporter.message(
-            "compiler",
-            &format!(
-                "{c}, recipe {}'s default (--compiler gcc for GCC)",
-                recipe.name
-            ),
-        );
-    }
+    say_compiler(&a, &recipe, reporter.as_ref());
     if !a.plan {
         ensure_deps(&a, &recipe, needs_bolt, reporter.as_ref())?;
     }
@@ -538,4 +529,51 @@ fn work_dir_arg(out: &Outcome) -> String {
         Some(w) if !w.ends_with("pgoforge-work") => format!(" --work-dir {}", w.display()),
         _ => String::new(),
     }
+}
+
+/// The compilers (labels, e.g. gcc-12) of the finished builds of `recipe` in the work dir: a
+/// work dir begun before a recipe's default compiler changed is continued by naming its own.
+fn earlier_compilers(work: &std::path::Path, recipe: &str) -> std::collections::BTreeSet<String> {
+    let Ok(dir) = std::fs::read_dir(work.join("builds")) else {
+        return Default::default();
+    };
+    dir.filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("{recipe}-"))
+        })
+        .filter_map(|e| std::fs::read_to_string(e.path().join("build.json")).ok())
+        .filter_map(|t| serde_json::from_str::<pgoforge::builder::BuildOutput>(&t).ok())
+        .filter(|b| b.recipe == recipe)
+        .map(|b| b.compiler.label())
+        .collect()
+}
+
+/// The compiler a run without `--compiler` uses, said once up front (it decides every build key
+/// and the package's name), and how to continue a work dir of another compiler's builds.
+fn say_compiler(a: &RunArgs, recipe: &pgoforge::recipe::Recipe, reporter: &dyn Reporter) {
+    let (None, Some(c)) = (&a.compiler.compiler, &recipe.build.default_compiler) else {
+        return;
+    };
+    // Said once, up front: the compiler decides every build key and the package's name.
+    let earlier = earlier_compilers(&a.work.work_dir, &recipe.name)
+        .into_iter()
+        .filter(|l| !l.starts_with(c.as_str()))
+        .collect::<Vec<_>>();
+    let continued = match earlier.first() {
+        Some(l) => format!(
+            "; this work dir's earlier builds are {}'s: --compiler {} continues them",
+            earlier.join(", "),
+            l.split('-').next().unwrap_or(l)
+        ),
+        None => String::new(),
+    };
+    reporter.message(
+        "compiler",
+        &format!(
+            "{c}, recipe {}'s default (--compiler gcc for GCC){continued}",
+            recipe.name
+        ),
+    );
 }

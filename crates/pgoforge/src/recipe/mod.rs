@@ -514,8 +514,17 @@ mod tests {
             );
         }
         // Absent, it is not serialized: recipes without it keep their build keys' text.
-        let m = Recipe::embedded(DEFAULT).unwrap();
+        let m = Recipe::embedded("mysql-8.4").unwrap();
         assert_eq!(m.build.default_compiler, None);
+        assert_eq!(
+            Recipe::embedded(DEFAULT)
+                .unwrap()
+                .build
+                .default_compiler
+                .as_deref(),
+            Some("clang"),
+            "MariaDB builds with clang (docs/results/mariadb-10.11-clang-vs-gcc-main-job/)"
+        );
         let key_text = serde_json::to_string(&m.build).unwrap();
         assert!(!key_text.contains("default_compiler"), "{key_text}");
     }
