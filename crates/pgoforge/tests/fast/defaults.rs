@@ -236,3 +236,48 @@ fn too_few_rounds_for_the_runs_comparisons_are_refused_before_any_build() {
         .status
         .success());
 }
+
+/// A work dir begun with GCC before MariaDB's default became clang: the run says which compiler
+/// continues its builds (their keys are unchanged), and says nothing in a fresh work dir.
+#[test]
+fn a_work_dir_of_another_compilers_builds_is_named_with_the_flag_that_continues_it() {
+    let w = tempfile::tempdir().expect("a temporary directory");
+    let say = |w: &std::path::Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_pgoforge"))
+            .args(["run", "--plan", "--work-dir"])
+            .arg(w)
+            .output()
+            .expect("pgoforge runs");
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let fresh = say(w.path());
+    assert!(
+        fresh.contains("clang, recipe mariadb-10.11's default"),
+        "{fresh}"
+    );
+    assert!(!fresh.contains("continues them"), "{fresh}");
+    let b = w
+        .path()
+        .join("builds/mariadb-10.11-baseline-gcc-12-c283f7a41cf2b85d");
+    std::fs::create_dir_all(&b).unwrap();
+    let d = b.display();
+    std::fs::write(
+        b.join("build.json"),
+        format!(
+            r#"{{"key":"c283f7a41cf2b85d","recipe":"mariadb-10.11","variant":"baseline",
+            "compiler":{{"family":"gcc","cc":"/usr/bin/gcc","cxx":"/usr/bin/g++",
+            "version":"gcc (Debian 12.2.0-14+deb12u1) 12.2.0","major":12,"profdata":null}},
+            "source_hash":"bf86","profile_hash":null,"dir":"{d}","build_dir":"{d}/build",
+            "binary":"{d}/build/sql/mariadbd","binary_size":1,"profile_gen_dir":null,
+            "flags":{{"cflags":[],"ldflags":[],"cmake_defs":[]}},"missing_profile_warnings":0,
+            "seconds":1.0,"attempts":1,"jobs":2,"targets":["mariadbd"],"log":"{d}/build.log"}}"#
+        ),
+    )
+    .unwrap();
+    let earlier = say(w.path());
+    assert!(
+        earlier.contains("earlier builds are gcc-12's: --compiler gcc continues them"),
+        "{earlier}"
+    );
+}
