@@ -92,6 +92,16 @@ pub struct RunArgs {
     /// compiler is not this run's (family and major).
     #[arg(long, value_name = "PACKAGE|SIDECAR|WORK_DIR")]
     profile_from: Option<PathBuf>,
+    /// With --profile-from: the share of the profile's functions with counts whose code changed
+    /// so much that the compiler dropped their counts, in percent, at which the run warns (or,
+    /// with --retrain-if-stale, retrains); 0: always [10]
+    #[arg(long, value_name = "PCT", requires = "profile_from", value_parser = percent)]
+    stale_threshold: Option<f64>,
+    /// With --profile-from: when the optimized build shows the profile stale at the threshold,
+    /// stop there and run the full training instead (instrumented build, training, build) —
+    /// the source and baseline already built are reused.
+    #[arg(long, requires = "profile_from")]
+    retrain_if_stale: bool,
     #[command(flatten)]
     mix: MixArgs,
     #[command(flatten)]
@@ -346,7 +356,11 @@ pub fn main(a: RunArgs) -> Result<i32> {
     let recipe_has_mtr = recipe.mtr.is_some();
     let compiler = a.compiler.find(&recipe)?;
     let distro = distro(&a, &recipe);
-    let (reuse, _reuse_scratch) = profile_from(&a, &compiler, &recipe, reporter.as_ref())?;
+    let (mut reuse, _reuse_scratch) = profile_from(&a, &compiler, &recipe, reporter.as_ref())?;
+    if let Some(r) = reuse.as_mut() {
+        r.stale.threshold_pct = a.stale_threshold.unwrap_or(r.stale.threshold_pct);
+        r.stale.retrain = a.retrain_if_stale;
+    }
     let request = RunRequest {
         recipe,
         source: a.source.source.clone(),
@@ -405,7 +419,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
     );
     reporter.message("plan", &planned_power(&plan));
     pgoforge::infra::interrupt::install(Some(INTERRUPTED));
-    let (out, rep) = pipeline::run(&plan, reporter.as_ref())?;
+    let (out, rep) = run_or_retrain(plan, reporter.as_ref())?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
@@ -576,4 +590,36 @@ fn say_compiler(a: &RunArgs, recipe: &pgoforge::recipe::Recipe, reporter: &dyn R
             recipe.name
         ),
     );
+}
+
+/// The pipeline; when a profile from `--profile-from` proved too stale and `--retrain-if-stale`
+/// was given, the same run again with its own instrumented build and training (the stages
+/// already finished, such as the source and the baseline, are reused).
+fn run_or_retrain(
+    plan: RunPlan,
+    reporter: &dyn Reporter,
+) -> Result<(Outcome, pgoforge::bench::report::Report)> {
+    match pipeline::run(&plan, reporter) {
+        Err(e)
+            if e.downcast_ref::<pgoforge::pipeline::stale_check::TooStale>()
+                .is_some() =>
+        {
+            reporter.message("profile", &format!("{e}"));
+            let mut req = plan.request.clone();
+            req.reuse = None;
+            req.profile = None;
+            let mut again = pipeline::resolve(req, &Env::probe())?;
+            again.source_release = plan.source_release.clone();
+            again.build_hosts = plan.build_hosts.clone();
+            pipeline::run(&again, reporter)
+        }
+        other => other,
+    }
+}
+
+fn percent(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not a percentage from 0 to 100")),
+    }
 }

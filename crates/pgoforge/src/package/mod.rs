@@ -27,8 +27,26 @@ pub struct Gain {
     pub threads: u32,
     /// Throughput ratio to the baseline (1.10 = 10% faster) and its 95% bootstrap CI.
     pub ratio: f64,
+    /// An unbounded end (too few rounds for the test to bound it) is `null` in the JSON.
+    #[serde(with = "ratio_bounds")]
     pub ci: (f64, f64),
     pub verdict: String,
+}
+
+/// A ratio's interval in JSON, which has no infinity: an end the test could not bound is
+/// written `null` and read back as 0 (lower) or +∞ (upper).
+mod ratio_bounds {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(ci: &(f64, f64), s: S) -> Result<S::Ok, S::Error> {
+        let end = |v: f64| v.is_finite().then_some(v);
+        (end(ci.0), end(ci.1)).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<(f64, f64), D::Error> {
+        let (lo, hi) = <(Option<f64>, Option<f64>)>::deserialize(d)?;
+        Ok((lo.unwrap_or(0.0), hi.unwrap_or(f64::INFINITY)))
+    }
 }
 
 pub mod cpu;
@@ -399,6 +417,25 @@ pub(crate) fn write_sha256sums(root: &Path) -> Result<Vec<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A package of a run with too few rounds: its gain's upper end is unbounded, and the
+    /// manifest must still read back (it did not: `null` for a float).
+    #[test]
+    fn an_unbounded_gain_is_written_and_read_back() {
+        let g = Gain {
+            workload: "oltp_point_select".into(),
+            threads: 4,
+            ratio: 1.33,
+            ci: (0.0, f64::INFINITY),
+            verdict: "no significant difference".into(),
+        };
+        let text = serde_json::to_string(&g).unwrap();
+        assert!(text.contains(r#""ci":[0.0,null]"#), "{text}");
+        let back: Gain = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.ci, (0.0, f64::INFINITY));
+        let bounded: Gain = serde_json::from_str(&text.replace("null", "1.5")).unwrap();
+        assert_eq!(bounded.ci, (0.0, 1.5));
+    }
 
     #[test]
     fn bolted_binaries_keep_the_server_name() {

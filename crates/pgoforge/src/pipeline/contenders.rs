@@ -26,6 +26,9 @@ pub(super) fn build_contenders(
 ) -> Result<Vec<RunContender>> {
     let plan = r.plan;
     let built = build_variants(r, src, baseline, profiles);
+    if let Some(reuse) = &plan.request.reuse {
+        judge_staleness(r, reuse, &built)?;
+    }
     let mut contenders = Vec::new();
     let bolt_mix = plan.request.mix().for_bolt();
     for c in &plan.contenders {
@@ -180,6 +183,38 @@ fn build_variants(
         board.close();
     });
     built
+}
+
+/// The builds from a profile of an earlier release against the policy: a warning at or over
+/// the threshold, or the run stopped for retraining ([`TooStale`](super::stale_check::TooStale)).
+fn judge_staleness(
+    r: &mut RunCx,
+    reuse: &super::profile_from::Reuse,
+    built: &[(Variant, Option<String>, BuildOutput)],
+) -> Result<()> {
+    use super::stale_check::{functions_with_counts, TooStale, Verdict};
+    let mut with_counts = None;
+    for (v, _, b) in built.iter().filter(|(v, _, _)| v.needs_profile()) {
+        let Some(stale) = &b.stale else { continue };
+        let n = *with_counts.get_or_insert_with(|| {
+            functions_with_counts(
+                &ProfileInput::from_path(reuse.compiler_profile.clone()),
+                &b.compiler,
+            )
+        });
+        let verdict = Verdict::judge(&v.to_string(), stale, n, reuse.stale);
+        if !verdict.over() {
+            r.info(verdict.sentence());
+        } else if reuse.stale.retrain {
+            return Err(TooStale(verdict).into());
+        } else {
+            r.warn(format!(
+                "{}; --retrain-if-stale trains this release's own profile instead",
+                verdict.sentence()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The profile a build uses when it needs no context-sensitive one.

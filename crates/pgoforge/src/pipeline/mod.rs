@@ -18,6 +18,7 @@ mod run_cx;
 mod spread;
 pub mod stage;
 pub mod stages;
+pub mod stale_check;
 pub mod state;
 mod tail;
 

@@ -28,6 +28,8 @@ pub struct Reuse {
     /// BOLT's profile, when the earlier binary was BOLTed.
     pub bolt_profile: Option<PathBuf>,
     pub provenance: ProfileProvenance,
+    /// What a build from it that no longer fits does (`--stale-threshold`, `--retrain-if-stale`).
+    pub stale: super::stale_check::StalePolicy,
 }
 
 fn refuse(msg: String) -> anyhow::Error {
@@ -151,6 +153,7 @@ pub fn resolve(
                 .map(|p| format!("{}:{}", p.kind, p.hash))
                 .collect(),
         },
+        stale: Default::default(),
     })
 }
 

@@ -36,6 +36,11 @@ impl RunCx<'_> {
         self.t.run(stage, &self.cx)
     }
 
+    /// Says a fact the user should see, not a warning.
+    pub fn info(&mut self, msg: String) {
+        self.cx.reporter.message("profile", &msg);
+    }
+
     /// Says a warning and keeps it for the run's outcome.
     pub fn warn(&mut self, msg: String) {
         self.cx.reporter.warning(&msg);

@@ -162,6 +162,12 @@ pub fn check_gcda(dir: &Path, build: &BuildOutput) -> Result<Summary> {
     Ok(s)
 }
 
+/// The functions with non-zero arc counts in a gcda directory (None: gcov-dump is missing).
+pub fn gcda_functions_with_counts(dir: &Path, gcc_major: u32) -> Option<u64> {
+    let files = gcda_files(dir).ok()?;
+    gcov_functions(&files, gcc_major).map(|(_, with_counts)| with_counts)
+}
+
 /// Functions in the gcda files and those with non-zero arc counts, read with the gcov-dump of the
 /// same GCC (gcda formats differ between versions); `None` when it is not installed.
 fn gcov_functions(files: &[PathBuf], gcc_major: u32) -> Option<(u64, u64)> {

@@ -337,6 +337,7 @@ fn from_the_packages_profiles(pkg: &Path, dir: &Path) {
         .as_str()
         .unwrap()
         .starts_with("gcc-"));
+    stale_profile_retrains(pkg, &dir.join("stale"));
     // Another compiler: refused before anything is fetched or built, both named.
     let w2 = dir.join("clang");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_pgoforge"))
@@ -360,6 +361,103 @@ fn from_the_packages_profiles(pkg: &Path, dir: &Path) {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("gcc-12") && err.contains("clang-22"), "{err}");
     assert!(!w2.join("builds").exists() && !w2.join("sources").exists());
+}
+
+/// A profile at the staleness threshold (0 %: always) with `--retrain-if-stale`: the pipeline
+/// stops after the optimized build, before any benchmark, with `TooStale`; `pgoforge run` then
+/// trains this release's own profile and packages a build without provenance from the old one.
+fn stale_profile_retrains(pkg: &Path, dir: &Path) {
+    use pgoforge::pipeline::stale_check::{StalePolicy, TooStale};
+    let gcc = Compiler::find("gcc", None).unwrap();
+    let work = dir.join("work");
+    let recipe = Recipe::load(standin().join("recipe.toml").to_str().unwrap()).unwrap();
+    let mut reuse =
+        pgoforge::pipeline::profile_from::resolve(pkg, &work.join("reuse"), &gcc, &recipe).unwrap();
+    reuse.stale = StalePolicy {
+        threshold_pct: 0.0,
+        retrain: true,
+    };
+    let mut req = request(
+        recipe,
+        standin(),
+        gcc,
+        "pgo",
+        Some(reuse.compiler_profile.clone()),
+        tiny_bench(6),
+        work.clone(),
+    );
+    req.reuse = Some(reuse);
+    let plan = pgoforge::pipeline::resolve(req, &Env::default()).unwrap();
+    let events = Collect::default();
+    let e = pipeline::run(&plan, &events).map(|_| ()).unwrap_err();
+    let stale = e
+        .downcast_ref::<TooStale>()
+        .unwrap_or_else(|| panic!("not TooStale: {e:#}"));
+    assert_eq!(stale.0.variant, "pgo");
+    assert!(format!("{e}").contains("--retrain-if-stale"), "{e}");
+    assert!(
+        !started(&events).iter().any(|s| s == "bench"),
+        "{:?}",
+        started(&events)
+    );
+    // The command: stops there and runs again with this release's own instrumented build and
+    // training. (The stand-in's instrumented "server" is Debian's binary, which writes no
+    // profile, so that training is refused, as it would be for a real server that wrote none.)
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pgoforge"))
+        .args(["run", "--recipe"])
+        .arg(standin().join("recipe.toml"))
+        .arg("--source")
+        .arg(standin())
+        .args(["--compiler", "gcc", "--variants", "pgo", "--profile-from"])
+        .arg(pkg)
+        .args(["--stale-threshold", "0", "--retrain-if-stale"])
+        .args(["--train-mix", "q=oltp_point_select:2:1", "--workloads"])
+        .args([
+            "oltp_point_select",
+            "--threads",
+            "1",
+            "--time",
+            "1",
+            "--warmup",
+            "0",
+        ])
+        .args([
+            "--rounds",
+            "6",
+            "--tables",
+            "1",
+            "--table-size",
+            "100",
+            "--no-aa",
+        ])
+        .args([
+            "--gate",
+            "quick",
+            "--buffer-pool-mb",
+            "64",
+            "--allow-busy",
+            "--json",
+        ])
+        .arg("--work-dir")
+        .arg(&work)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let stale_at = err
+        .find("retraining (--retrain-if-stale)")
+        .unwrap_or_else(|| panic!("{err}"));
+    let after = &err[stale_at..];
+    for stage in ["build pgo-gen", "train"] {
+        assert!(
+            after.contains(&format!(r#""stage_started","stage":"{stage}""#)),
+            "{stage} after the verdict: {err}"
+        );
+    }
+    assert!(
+        !err[..stale_at].contains(r#""stage_started","stage":"bench""#),
+        "{err}"
+    );
+    assert!(after.contains("holds no .gcda files"), "{err}");
 }
 
 /// A server that computes differently: Debian's mariadbd with div_precision_increment changed,
