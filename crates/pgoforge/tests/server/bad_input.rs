@@ -873,6 +873,24 @@ fn cases() -> Vec<Case> {
             2,
             &["nosuch"],
         ),
+        case(
+            "run: --retrain-if-stale without --profile-from",
+            &["run", "--work-dir={w}", "--retrain-if-stale", "--plan"],
+            2,
+            &["--profile-from"],
+        ),
+        case(
+            "run: stale threshold out of range",
+            &[
+                "run",
+                "--work-dir={w}",
+                "--profile-from={t}/nosuch.tar.zst",
+                "--stale-threshold=150",
+                "--plan",
+            ],
+            2,
+            &["150", "percentage from 0 to 100"],
+        ),
         // --- package and corrupt state
         case(
             "package: nothing has run",
