@@ -208,7 +208,10 @@ pub struct RebuildRecord {
     /// the functions it promotes by a hash of each module's absolute source path, which no
     /// prefix map changes: rebuilt in another directory, its symbol table and build id differ
     /// (the code does not), and a rebuild at this path is byte-identical.
-    #[serde(default)]
+    /// Empty (absent) for a build whose sources were named relative (builder/relative.rs): its
+    /// bytes do not depend on the directory, so the record leaves it out and a sidecar packed
+    /// again elsewhere is the same file.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub build_dir: String,
 }
 
@@ -306,7 +309,10 @@ pub fn write(i: &SidecarInputs, name: &str, out_dir: &Path) -> Result<PathBuf> {
         toolchain: Toolchain::here(&i.build.compiler, i.bolt.is_some())?,
         profiles,
         path_neutral: i.build.path_neutral,
-        build_dir: i.build.build_dir.display().to_string(),
+        build_dir: match i.build.source_paths {
+            SourcePaths::Relative => String::new(),
+            SourcePaths::Absolute => i.build.build_dir.display().to_string(),
+        },
     };
     fs::write(
         root.join("rebuild.json"),
