@@ -416,7 +416,11 @@ fn relocate_profile(
     let Some(ProfileInput::Profdata(p)) = req.profile else {
         return Ok(None);
     };
-    if req.compiler.family != FlagFamily::Clang {
+    // Only a profile trained with absolute names names a tree; one trained relative fits any
+    // tree as it is, so its text form is not worth making.
+    if req.compiler.family != FlagFamily::Clang
+        || req.source_paths == relative::SourcePaths::Relative
+    {
         return Ok(None);
     }
     let out = paths::relocated_profile_path(dir);

@@ -552,11 +552,6 @@ fn earlier_compilers(work: &std::path::Path, recipe: &str) -> std::collections::
         return Default::default();
     };
     dir.filter_map(|e| e.ok())
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with(&format!("{recipe}-"))
-        })
         .filter_map(|e| std::fs::read_to_string(e.path().join("build.json")).ok())
         .filter_map(|t| serde_json::from_str::<pgoforge::builder::BuildOutput>(&t).ok())
         .filter(|b| b.recipe == recipe)
@@ -570,7 +565,6 @@ fn say_compiler(a: &RunArgs, recipe: &pgoforge::recipe::Recipe, reporter: &dyn R
     let (None, Some(c)) = (&a.compiler.compiler, &recipe.build.default_compiler) else {
         return;
     };
-    // Said once, up front: the compiler decides every build key and the package's name.
     let earlier = earlier_compilers(&a.work.work_dir, &recipe.name)
         .into_iter()
         .filter(|l| !l.starts_with(c.as_str()))

@@ -288,27 +288,13 @@ fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_
 /// compiler profile given to the build, and the new package's manifest naming where the
 /// profiles came from; another compiler is refused before anything is built.
 fn from_the_packages_profiles(pkg: &Path, dir: &Path) {
-    let gcc = Compiler::find("gcc", None).unwrap();
-    let work = dir.join("work");
-    let recipe = Recipe::load(standin().join("recipe.toml").to_str().unwrap()).unwrap();
-    let reuse =
-        pgoforge::pipeline::profile_from::resolve(pkg, &work.join("reuse"), &gcc, &recipe).unwrap();
     // Another server family's run refuses the profile before anything is built.
+    let gcc = Compiler::find("gcc", None).unwrap();
     let fix = Recipe::load(fixture().join("recipe.toml").to_str().unwrap()).unwrap();
     let e =
         pgoforge::pipeline::profile_from::resolve(pkg, &dir.join("other"), &gcc, &fix).unwrap_err();
     assert!(format!("{e:#}").contains("recipe standin"), "{e:#}");
-    let mut req = request(
-        recipe,
-        standin(),
-        gcc,
-        "pgo",
-        Some(reuse.compiler_profile.clone()),
-        tiny_bench(6),
-        work.clone(),
-    );
-    req.reuse = Some(reuse);
-    let plan = pgoforge::pipeline::resolve(req, &Env::default()).unwrap();
+    let plan = plan_from_package(pkg, &dir.join("work"), Default::default());
     assert!(
         planned(&plan)
             .iter()
@@ -363,20 +349,18 @@ fn from_the_packages_profiles(pkg: &Path, dir: &Path) {
     assert!(!w2.join("builds").exists() && !w2.join("sources").exists());
 }
 
-/// A profile at the staleness threshold (0 %: always) with `--retrain-if-stale`: the pipeline
-/// stops after the optimized build, before any benchmark, with `TooStale`; `pgoforge run` then
-/// trains this release's own profile and packages a build without provenance from the old one.
-fn stale_profile_retrains(pkg: &Path, dir: &Path) {
-    use pgoforge::pipeline::stale_check::{StalePolicy, TooStale};
+/// The stand-in's `pgo` run in `work` with `pkg`'s profiles (`run --profile-from`), GCC, a tiny
+/// benchmark, the given staleness policy.
+fn plan_from_package(
+    pkg: &Path,
+    work: &Path,
+    stale: pgoforge::pipeline::stale_check::StalePolicy,
+) -> RunPlan {
     let gcc = Compiler::find("gcc", None).unwrap();
-    let work = dir.join("work");
     let recipe = Recipe::load(standin().join("recipe.toml").to_str().unwrap()).unwrap();
     let mut reuse =
         pgoforge::pipeline::profile_from::resolve(pkg, &work.join("reuse"), &gcc, &recipe).unwrap();
-    reuse.stale = StalePolicy {
-        threshold_pct: 0.0,
-        retrain: true,
-    };
+    reuse.stale = stale;
     let mut req = request(
         recipe,
         standin(),
@@ -384,10 +368,23 @@ fn stale_profile_retrains(pkg: &Path, dir: &Path) {
         "pgo",
         Some(reuse.compiler_profile.clone()),
         tiny_bench(6),
-        work.clone(),
+        work.to_path_buf(),
     );
     req.reuse = Some(reuse);
-    let plan = pgoforge::pipeline::resolve(req, &Env::default()).unwrap();
+    pgoforge::pipeline::resolve(req, &Env::default()).unwrap()
+}
+
+/// A profile at the staleness threshold (0 %: always) with `--retrain-if-stale`: the pipeline
+/// stops after the optimized build, before any benchmark, with `TooStale`; `pgoforge run` then
+/// starts this release's own instrumented build and training.
+fn stale_profile_retrains(pkg: &Path, dir: &Path) {
+    use pgoforge::pipeline::stale_check::{StalePolicy, TooStale};
+    let work = dir.join("work");
+    let always = StalePolicy {
+        threshold_pct: 0.0,
+        retrain: true,
+    };
+    let plan = plan_from_package(pkg, &work, always);
     let events = Collect::default();
     let e = pipeline::run(&plan, &events).map(|_| ()).unwrap_err();
     let stale = e
