@@ -14,6 +14,7 @@ pub mod outcome;
 pub mod plan;
 pub mod profile_from;
 mod profiles;
+pub mod reuse_record;
 mod run_cx;
 mod spread;
 pub mod stage;

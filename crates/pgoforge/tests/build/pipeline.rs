@@ -323,6 +323,21 @@ fn from_the_packages_profiles(pkg: &Path, dir: &Path) {
         .as_str()
         .unwrap()
         .starts_with("gcc-"));
+    // The report's "keeping up with releases" section: from where, and the one optimized build's
+    // staleness as GCC counted it (the same source: nothing stale), kept in the run directory so
+    // `pgoforge report` shows it again.
+    let reuse = report
+        .profile_reuse
+        .as_ref()
+        .unwrap_or_else(|| panic!("no reuse section: {text}"));
+    assert!(reuse.from.starts_with(&old), "{reuse:?}");
+    assert_eq!(reuse.builds.len(), 1, "{reuse:?}");
+    assert_eq!(
+        (reuse.builds[0].variant.as_str(), reuse.builds[0].mismatched),
+        ("pgo", 0)
+    );
+    assert!(text.contains("Keeping up with releases"), "{text}");
+    assert!(out.run_dir.join("profile-reuse.json").is_file());
     stale_profile_retrains(pkg, &dir.join("stale"));
     // Another compiler: refused before anything is fetched or built, both named.
     let w2 = dir.join("clang");

@@ -194,6 +194,7 @@ const SECTIONS: &[fn(&Report) -> Vec<Block>] = &[
     network,
     noise_floor,
     decision,
+    profile_reuse,
     gate,
     round_orders,
     matrix,
@@ -226,7 +227,18 @@ fn title(r: &Report) -> Vec<Block> {
 /// The winner against Debian's own server, first: what a user replacing it gains.
 fn headline(r: &Report) -> Vec<Block> {
     match &r.headline {
-        Some(h) => vec![Block::Counts(h.sentence(), headline_table(h))],
+        Some(h) => {
+            let mut v = vec![Block::Counts(h.sentence(), headline_table(h))];
+            let notes: Vec<String> = h.cells.iter().filter_map(|c| c.counts_note()).collect();
+            if !notes.is_empty() {
+                v.push(Block::List(
+                    "Where the timed user-time cut and cachegrind's instruction cut disagree:"
+                        .into(),
+                    notes,
+                ));
+            }
+            v
+        }
         None => Vec::new(),
     }
 }
@@ -260,7 +272,7 @@ pub fn headline_table(h: &crate::bench::report::Headline) -> Table {
                     c.vs_baseline.as_ref().map_or("-".into(), |k| k.sentence()),
                     us(c.winner_us),
                     us(c.reference_us),
-                    c.ceiling().map_or("-".into(), |x| x.cell()),
+                    c.ceiling_cell(),
                 ]
             })
             .collect(),
@@ -406,6 +418,14 @@ fn decision(r: &Report) -> Vec<Block> {
     } else {
         Block::List(lead, items)
     }]
+}
+
+/// A run that reused an earlier release's profiles: from where, and how stale they were.
+fn profile_reuse(r: &Report) -> Vec<Block> {
+    match &r.profile_reuse {
+        Some(p) => vec![Block::List(p.lead(), p.lines())],
+        None => Vec::new(),
+    }
 }
 
 fn gate(r: &Report) -> Vec<Block> {

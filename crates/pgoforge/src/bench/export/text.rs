@@ -19,6 +19,9 @@ pub fn text(r: &Report) -> String {
             h.sentence(),
             markdown::table(&super::document::headline_table(h)).trim_end()
         );
+        for note in h.cells.iter().filter_map(|c| c.counts_note()) {
+            let _ = writeln!(o, "{note}");
+        }
     }
     let _ = writeln!(
         o,
@@ -55,6 +58,12 @@ pub fn text(r: &Report) -> String {
     }
     if let Some(h) = &r.held_out {
         let _ = writeln!(o, "{}", h.sentence());
+    }
+    if let Some(p) = &r.profile_reuse {
+        let _ = writeln!(o, "{}", p.lead());
+        for line in p.lines() {
+            let _ = writeln!(o, "  {line}");
+        }
     }
     if let Some(t) = super::matrix::table(r) {
         let _ = writeln!(

@@ -51,7 +51,23 @@ pub struct HeadlineCell {
     pub winner_us: Option<(f64, f64)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference_us: Option<(f64, f64)>,
+    /// cachegrind's counts per transaction, the winner's over the reference's, where the run
+    /// counted both (`--cachegrind`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted: Option<CountRatios>,
 }
+
+/// The winner's cachegrind counts per transaction over the reference's (0.8: 20 % fewer).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CountRatios {
+    pub instructions: f64,
+    pub i1_misses: f64,
+    pub mispredicts: f64,
+}
+
+/// Points by which the user-time cut and the instruction cut may differ before the report
+/// explains it: a few points are the timing's own scatter.
+const AGREE_POINTS: f64 = 5.0;
 
 /// What a user-space optimization can do to a cell at most (Amdahl): only the user part of
 /// the server's CPU per transaction shrinks; the kernel's (the socket, the scheduler) stays.
@@ -107,9 +123,75 @@ impl HeadlineCell {
     pub fn ceiling(&self) -> Option<Ceiling> {
         Ceiling::of(self.winner_us?, self.reference_us?)
     }
+
+    /// The ceiling's table cell, with cachegrind's instruction cut beside the user-time cut.
+    pub fn ceiling_cell(&self) -> String {
+        let mut s = self.ceiling().map_or("-".into(), |x| x.cell());
+        if let Some(c) = &self.counted {
+            s.push_str(&format!(
+                "; instructions {:+.0}% (cachegrind)",
+                (c.instructions - 1.0) * 100.0
+            ));
+        }
+        s
+    }
+
+    /// Where the timed user-time cut and cachegrind's instruction cut disagree by more than a
+    /// few points, why: the time per instruction changed too, and the counts say how — I1
+    /// misses (code layout) and mispredicted branches, which cost cycles without instructions.
+    pub fn counts_note(&self) -> Option<String> {
+        let (c, ceiling) = (self.counted?, self.ceiling()?);
+        let user = -ceiling.user_cut * 100.0;
+        let instr = (c.instructions - 1.0) * 100.0;
+        if (user - instr).abs() <= AGREE_POINTS {
+            return None;
+        }
+        let (way, why) = if user < instr {
+            ("more", "each instruction took fewer cycles")
+        } else {
+            ("less", "each instruction took more cycles")
+        };
+        Some(format!(
+            "{} at {} threads: user time per transaction {user:+.0}%, instructions {instr:+.0}% — \
+             time fell {:.0} points {way} than instructions, so {why}; I1 misses {:+.0}%, \
+             mispredicted branches {:+.0}% per transaction (cachegrind)",
+            self.workload,
+            self.threads,
+            (user - instr).abs(),
+            (c.i1_misses - 1.0) * 100.0,
+            (c.mispredicts - 1.0) * 100.0
+        ))
+    }
 }
 
 impl Headline {
+    /// Adds cachegrind's counts of the winner and the reference, where the run has both.
+    pub fn add_counts(&mut self, records: &[crate::bench::cachegrind::CgRecord]) {
+        for c in &mut self.cells {
+            let Ok(test) = c.workload.parse::<TestName>() else {
+                continue;
+            };
+            let of = |name: &str| {
+                records
+                    .iter()
+                    .find(|r| r.contender == name && r.workload == test)
+                    .map(|r| r.per_txn.clone())
+            };
+            let (Some(w), Some(r)) = (of(&self.winner), of(&self.reference)) else {
+                continue;
+            };
+            let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
+            let counted = CountRatios {
+                instructions: ratio(w.instructions, r.instructions),
+                i1_misses: ratio(w.i1_misses, r.i1_misses),
+                mispredicts: ratio(w.mispredicts, r.mispredicts),
+            };
+            if counted.instructions.is_finite() {
+                c.counted = Some(counted);
+            }
+        }
+    }
+
     /// The lead-in sentence of the table.
     pub fn sentence(&self) -> String {
         let release = match (&self.winner_version, &self.reference_version) {
@@ -189,6 +271,7 @@ pub(super) fn headline(
                 vs_baseline: w.tps_vs_baseline.clone(),
                 winner_us: per_txn(w),
                 reference_us: per_txn(r),
+                counted: None,
             })
         })
         .collect();
@@ -229,5 +312,80 @@ mod tests {
         assert!(Ceiling::of((f64::NAN, 1.0), (1.0, 2.0)).is_none());
         let all_user = Ceiling::of((1.0, 0.0), (2.0, 0.0)).unwrap();
         assert!(all_user.cell().starts_with("user 100%: no kernel part"));
+    }
+
+    fn cg(
+        contender: &str,
+        instructions: f64,
+        i1: f64,
+        mis: f64,
+    ) -> crate::bench::cachegrind::CgRecord {
+        crate::bench::cachegrind::CgRecord {
+            contender: contender.into(),
+            workload: TestName::OltpPointSelect,
+            events: 1000,
+            short: Default::default(),
+            long: Default::default(),
+            per_txn: crate::bench::cachegrind::PerTxn {
+                instructions,
+                i1_misses: i1,
+                mispredicts: mis,
+                ..Default::default()
+            },
+            failed_statements: None,
+        }
+    }
+
+    #[test]
+    fn cachegrinds_counts_stand_beside_the_ceiling_and_a_disagreement_is_explained() {
+        let rounds = [(1, 100.0), (2, 101.0), (3, 99.0)];
+        let cell = HeadlineCell {
+            workload: "oltp_point_select".into(),
+            threads: 4,
+            vs_reference: compare(&rounds, &rounds, Better::Higher),
+            vs_baseline: None,
+            capacity_vs_reference: None,
+            // user time −32 %
+            winner_us: Some((4.2, 8.9)),
+            reference_us: Some((6.2, 8.5)),
+            counted: None,
+        };
+        let mut h = Headline {
+            winner: "pgo+lto+bolt".into(),
+            reference: REFERENCE.into(),
+            winner_version: None,
+            reference_version: None,
+            cells: vec![cell],
+        };
+        // No counts (no --cachegrind, or the reference not counted): the ceiling alone.
+        h.add_counts(&[cg("pgo+lto+bolt", 20_000.0, 100.0, 50.0)]);
+        assert_eq!(h.cells[0].counted, None);
+        assert!(!h.cells[0].ceiling_cell().contains("cachegrind"));
+        // Instructions −20 %, user time −32 %: 12 points apart, explained by the misses.
+        h.add_counts(&[
+            cg("pgo+lto+bolt", 20_000.0, 100.0, 50.0),
+            cg(REFERENCE, 25_000.0, 200.0, 80.0),
+        ]);
+        let c = h.cells[0].counted.unwrap();
+        assert!((c.instructions - 0.8).abs() < 1e-9 && (c.i1_misses - 0.5).abs() < 1e-9);
+        assert!(h.cells[0]
+            .ceiling_cell()
+            .ends_with("; instructions -20% (cachegrind)"));
+        let note = h.cells[0].counts_note().unwrap();
+        assert!(
+            note.contains("user time per transaction -32%, instructions -20%"),
+            "{note}"
+        );
+        assert!(note.contains("12 points more than instructions"), "{note}");
+        assert!(
+            note.contains("I1 misses -50%, mispredicted branches -38%"),
+            "{note}"
+        );
+        // Within a few points of each other: nothing to explain.
+        h.add_counts(&[
+            cg("pgo+lto+bolt", 17_250.0, 100.0, 50.0),
+            cg(REFERENCE, 25_000.0, 200.0, 80.0),
+        ]);
+        assert_eq!(h.cells[0].counts_note(), None);
     }
 }

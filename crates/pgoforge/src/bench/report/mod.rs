@@ -12,6 +12,7 @@ mod model;
 mod noise;
 mod policy;
 mod pooled_noise;
+pub mod reuse;
 pub mod rows;
 
 use std::collections::BTreeMap;
@@ -103,6 +104,10 @@ pub struct Report {
     /// (`pgoforge run` on a Debian recipe; absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_release: Option<crate::source::release::ReleaseCheck>,
+    /// The earlier release's profiles this run reused and how stale they were (`run
+    /// --profile-from`; absent when the run trained its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_reuse: Option<reuse::ProfileReuse>,
 }
 
 /// The client's path to the servers, as the runs recorded it.
@@ -200,7 +205,8 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
     let held_out = held_out(&plan, &cells, policy);
     let decision = decide(&plan, &cells, &geomeans, policy, held_out.as_ref());
     let environment = environment(dir, &records);
-    let headline = headline::headline(
+    let cachegrind = super::cachegrind::read_records(dir)?;
+    let mut headline = headline::headline(
         &plan,
         &cells,
         &records,
@@ -208,6 +214,9 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
         policy.min_effect,
         &environment.server_versions,
     );
+    if let Some(h) = headline.as_mut() {
+        h.add_counts(&cachegrind);
+    }
     let own_noise = own_noise(&plan, &cells, policy.min_effect);
     let pooled_noise = pooled_noise::pooled_noise(&plan, &cells, policy.min_effect);
     if let Some(n) = &own_noise {
@@ -217,10 +226,11 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
     Ok(Report {
         gate: crate::gate::mtr::read_copy(dir)?,
         source_release: crate::source::release::read_copy(dir)?,
+        profile_reuse: reuse::read_copy(dir)?,
         position_effect: position_effect(&plan, &records, &cells),
         network: network(&records),
         environment,
-        cachegrind: super::cachegrind::read_records(dir)?,
+        cachegrind,
         cachegrind_skipped: super::cachegrind::read_skipped(dir)?,
         orders: orders(&records),
         load_trace: records
@@ -706,6 +716,7 @@ mod tests {
             pooled_noise: None,
             per_second_cv: None,
             source_release: None,
+            profile_reuse: None,
             position_effect: None,
             network: None,
         };

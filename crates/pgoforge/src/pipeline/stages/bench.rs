@@ -172,6 +172,13 @@ impl Step for BenchStep {
         if let Some(c) = &plan.source_release {
             crate::infra::fs::write_json(&crate::source::release::copy_in_run_dir(&run_dir), c)?;
         }
+        if let Some(reuse) = &plan.request.reuse {
+            let record = crate::pipeline::reuse_record::reuse_record(reuse, &t.contenders);
+            crate::infra::fs::write_json(
+                &crate::bench::report::reuse::copy_in_run_dir(&run_dir),
+                &record,
+            )?;
+        }
         t.bench = Some(bench.plan);
         t.run_dir = Some(run_dir);
         Ok(())
