@@ -6,4 +6,5 @@ mod claims;
 mod defaults;
 mod formats;
 mod power;
+mod readme;
 mod reports;
