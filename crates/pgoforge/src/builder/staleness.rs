@@ -16,6 +16,15 @@ pub struct Staleness {
     /// The hottest of them (clang: by the largest count dropped), at most five, with the count
     /// where the compiler gives one.
     pub hottest: Vec<(String, Option<u64>)>,
+    /// Every one of them, as the compiler names them (builds before 2026-12-05 kept none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<String>,
+}
+
+/// The symbol of a profile's function name: clang names a static function `FILE;SYMBOL`, and
+/// the file part differs between a profile and a build at another path.
+pub fn symbol(name: &str) -> &str {
+    name.rsplit(';').next().unwrap_or(name)
 }
 
 impl Staleness {
@@ -72,6 +81,7 @@ pub fn of_log(text: &str) -> Staleness {
     Staleness {
         mismatched: seen.len() as u64,
         hottest,
+        names: seen.into_keys().collect(),
     }
 }
 
@@ -99,6 +109,9 @@ warning: src/c.c: function control flow change detected (hash mismatch) _ZL4cold
             ]
         );
         assert!(s.sentence().contains("kv_workload (up to 60000)"));
+        assert_eq!(s.names, ["_ZL4coldv", "kv_workload", "row_search_mvcc"]);
+        assert_eq!(symbol("../../../source/a.cc;_ZL4coldv"), "_ZL4coldv");
+        assert_eq!(symbol("kv_workload"), "kv_workload");
         assert_eq!(of_log("nothing stale here").mismatched, 0);
     }
 }

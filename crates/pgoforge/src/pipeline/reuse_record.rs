@@ -4,7 +4,7 @@
 
 use super::outcome::RunContender;
 use super::profile_from::Reuse;
-use super::stale_check::{functions_with_counts, Verdict};
+use super::stale_check::{functions_with_counts, hot_functions, Verdict};
 use crate::bench::report::reuse::{BoltCoverage, ProfileReuse, StaleBuild};
 use crate::builder::ProfileInput;
 
@@ -15,6 +15,7 @@ pub fn reuse_record(reuse: &Reuse, contenders: &[RunContender]) -> ProfileReuse 
     let p = &reuse.provenance;
     let mut builds: Vec<StaleBuild> = Vec::new();
     let mut with_counts = None;
+    let mut hot = None;
     let mut seen = std::collections::BTreeSet::new();
     for b in contenders.iter().filter_map(|c| c.build.as_ref()) {
         let Some(stale) = b.stale.as_ref() else {
@@ -29,13 +30,20 @@ pub fn reuse_record(reuse: &Reuse, contenders: &[RunContender]) -> ProfileReuse 
                 &b.compiler,
             )
         });
-        let v = Verdict::judge(&b.variant, stale, n, reuse.stale);
+        let hot = hot.get_or_insert_with(|| {
+            hot_functions(
+                &ProfileInput::from_path(reuse.compiler_profile.clone()),
+                &b.compiler,
+            )
+        });
+        let v = Verdict::judge(&b.variant, stale, n, reuse.stale).with_hot(stale, hot.as_deref());
         builds.push(StaleBuild {
             variant: v.variant,
             mismatched: v.mismatched,
             with_counts: v.with_counts,
             share_pct: v.share_pct,
             threshold_pct: v.threshold_pct,
+            hot: v.hot.map(|h| (h.stale, h.of)),
             hottest: stale.hottest.clone(),
         });
     }

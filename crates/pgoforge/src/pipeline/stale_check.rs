@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::builder::staleness::Staleness;
+use crate::builder::staleness::{symbol, Staleness};
 use crate::builder::ProfileInput;
 use crate::toolchain::{Compiler, FlagFamily};
 
@@ -39,7 +39,21 @@ pub struct Verdict {
     pub with_counts: Option<u64>,
     pub share_pct: f64,
     pub threshold_pct: f64,
+    /// Of the profile's [`HOT`] hottest functions, how many are among the stale ones (clang's
+    /// profiles; None where the profile tool cannot rank them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot: Option<HotStale>,
 }
+
+/// How many of the profile's hottest functions the build found stale.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HotStale {
+    pub stale: u64,
+    pub of: u64,
+}
+
+/// The hottest functions the staleness report looks at: the ones a training spends its time in.
+pub const HOT: usize = 100;
 
 impl Verdict {
     pub fn judge(
@@ -60,7 +74,21 @@ impl Verdict {
             with_counts,
             share_pct,
             threshold_pct: p.threshold_pct,
+            hot: None,
         }
+    }
+
+    /// With the profile's hottest functions (`hot`, hottest first): how many of them are stale.
+    pub fn with_hot(mut self, stale: &Staleness, hot: Option<&[String]>) -> Verdict {
+        self.hot = hot.filter(|h| !h.is_empty()).map(|h| {
+            let names: std::collections::BTreeSet<&str> =
+                stale.names.iter().map(|n| symbol(n)).collect();
+            HotStale {
+                stale: h.iter().filter(|n| names.contains(symbol(n))).count() as u64,
+                of: h.len() as u64,
+            }
+        });
+        self
     }
 
     pub fn over(&self) -> bool {
@@ -72,9 +100,13 @@ impl Verdict {
             Some(n) => format!(" of the {n} with counts"),
             None => String::new(),
         };
+        let hot = match self.hot {
+            Some(h) => format!(", {} of its {} hottest", h.stale, h.of),
+            None => String::new(),
+        };
         format!(
             "{}: the earlier release's profile is stale for {} function(s){of} ({:.1} %; the \
-             threshold is {} %)",
+             threshold is {} %){hot}",
             self.variant, self.mismatched, self.share_pct, self.threshold_pct
         )
     }
@@ -85,6 +117,16 @@ impl Verdict {
 #[derive(Debug, thiserror::Error)]
 #[error("{}: retraining (--retrain-if-stale)", .0.sentence())]
 pub struct TooStale(pub Verdict);
+
+/// The profile's [`HOT`] hottest functions (clang's .profdata; GCC's gcda have no ranking tool).
+pub fn hot_functions(p: &ProfileInput, compiler: &Compiler) -> Option<Vec<String>> {
+    match (p, compiler.family) {
+        (ProfileInput::Profdata(f), FlagFamily::Clang) => {
+            crate::profile::hottest_functions(f, compiler.profdata().ok()?, HOT)
+        }
+        _ => None,
+    }
+}
 
 /// The profile's functions with non-zero counts, as its own tool counts them.
 pub fn functions_with_counts(p: &ProfileInput, compiler: &Compiler) -> Option<u64> {
@@ -110,6 +152,7 @@ mod tests {
         Staleness {
             mismatched: n,
             hottest: Vec::new(),
+            names: Vec::new(),
         }
     }
 
@@ -131,5 +174,37 @@ mod tests {
             retrain: true,
         };
         assert!(Verdict::judge("x", &stale(0), Some(10), always).over());
+    }
+
+    #[test]
+    fn the_hot_share_matches_static_functions_across_paths() {
+        let st = Staleness {
+            mismatched: 3,
+            hottest: Vec::new(),
+            names: vec![
+                "../../../source/sql/a.cc;_ZL3hotv".into(),
+                "open_table".into(),
+                "cold".into(),
+            ],
+        };
+        let hot: Vec<String> = [
+            "/old/tree/sql/a.cc;_ZL3hotv",
+            "open_table",
+            "my_hash_sort",
+            "x",
+        ]
+        .map(String::from)
+        .into();
+        let v = Verdict::judge("pgo+lto", &st, Some(5000), StalePolicy::default())
+            .with_hot(&st, Some(&hot));
+        assert_eq!(v.hot, Some(HotStale { stale: 2, of: 4 }));
+        assert!(
+            v.sentence().ends_with(", 2 of its 4 hottest"),
+            "{}",
+            v.sentence()
+        );
+        // No ranking: nothing said.
+        let none = Verdict::judge("x", &st, Some(5000), StalePolicy::default()).with_hot(&st, None);
+        assert_eq!(none.hot, None);
     }
 }

@@ -194,6 +194,33 @@ fn gcov_functions(files: &[PathBuf], gcc_major: u32) -> Option<(u64, u64)> {
     Some((functions, with_counts))
 }
 
+/// A .profdata's `n` hottest functions by their largest block count, as llvm-profdata names
+/// them (a static function `FILE;SYMBOL`), hottest first; None when the tool cannot read it.
+pub fn hottest_functions(file: &Path, profdata_tool: &Path, n: usize) -> Option<Vec<String>> {
+    let out = Command::new(profdata_tool)
+        .args(["show", &format!("--topn={n}")])
+        .arg(file)
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    Some(topn_names(&String::from_utf8_lossy(&out.stdout), n))
+}
+
+/// The function names of `llvm-profdata show --topn` output, in its order.
+fn topn_names(text: &str, n: usize) -> Vec<String> {
+    text.lines()
+        .skip_while(|l| !l.contains("functions with the largest"))
+        .skip(1)
+        .filter_map(|l| {
+            l.rsplit_once(", max count = ")
+                .map(|(n, _)| n.trim().to_string())
+        })
+        .take(n)
+        .collect()
+}
+
 /// Summarizes and sanity-checks a merged .profdata with the matching llvm-profdata.
 pub fn check_profdata(file: &Path, profdata_tool: &Path) -> Result<Summary> {
     let len = fs::metadata(file)
@@ -379,6 +406,20 @@ pub fn check_belongs(p: &Stored, source_hash: &str, compiler_label: &str) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn topn_names_are_read_from_llvm_profdata_show() {
+        // llvm-profdata 22's own output (a static function named FILE;SYMBOL in an IR profile).
+        let text = "Instrumentation level: IR  entry_first = 0\nTotal functions: 3\n\
+                    Top 3 functions with the largest internal block counts: \n  \
+                    main, max count = 100000\n  src/t.cc;_ZL3hoti, max count = 99999\n  \
+                    _Z4coldi, max count = 0\n";
+        assert_eq!(
+            topn_names(text, 2),
+            ["main".to_string(), "src/t.cc;_ZL3hoti".to_string()]
+        );
+        assert!(topn_names("Total functions: 0\n", 5).is_empty());
+    }
 
     #[test]
     fn hottest_function_names_are_demangled_and_locals_name_their_file() {

@@ -170,12 +170,25 @@ fn clang_profiles_are_merged_with_the_matching_tool_and_summarized() {
             .any(|f| f.contains("kv_workload") || f.contains("parse") || f.contains("threaded")),
         "{s:?}"
     );
+    // The hottest functions, as a stale build's report ranks them: the "all" workload's sort and
+    // parser (by their largest block count), no more than asked for, none from a non-profile.
+    let hot = pgoforge::profile::hottest_functions(&merged, clang.profdata().unwrap(), 3).unwrap();
+    assert!(!hot.is_empty() && hot.len() <= 3, "{hot:?}");
+    assert!(
+        hot.iter()
+            .any(|f| f.contains("parse_workload") || f.contains("introsort")),
+        "{hot:?}"
+    );
     let junk = work.path().join("junk.profdata");
     fs::write(&junk, "not a profile").unwrap();
     assert!(check_profdata(&junk, clang.profdata().unwrap())
         .unwrap_err()
         .to_string()
         .contains("cannot read it"));
+    assert_eq!(
+        pgoforge::profile::hottest_functions(&junk, clang.profdata().unwrap(), 3),
+        None
+    );
     let empty = work.path().join("empty.profdata");
     fs::write(&empty, "").unwrap();
     assert!(check_profdata(&empty, clang.profdata().unwrap())

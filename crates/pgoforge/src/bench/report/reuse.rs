@@ -34,6 +34,9 @@ pub struct StaleBuild {
     pub with_counts: Option<u64>,
     pub share_pct: f64,
     pub threshold_pct: f64,
+    /// Of the profile's hottest functions (how many looked at), how many were stale (clang).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot: Option<(u64, u64)>,
     /// The hottest dropped functions, with the largest count dropped where the compiler says.
     pub hottest: Vec<(String, Option<u64>)>,
 }
@@ -99,9 +102,13 @@ impl StaleBuild {
                 None => n.clone(),
             })
             .collect();
+        let hot = match self.hot {
+            Some((stale, of)) => format!(", {stale} of the profile's {of} hottest"),
+            None => String::new(),
+        };
         format!(
             "{}: {} function(s){of} no longer match the profile and were built without it \
-             ({:.1} %; threshold {} %){}",
+             ({:.1} %; threshold {} %){hot}{}",
             self.variant,
             self.mismatched,
             self.share_pct,
@@ -143,6 +150,7 @@ mod tests {
                 with_counts: Some(5000),
                 share_pct: share,
                 threshold_pct: 10.0,
+                hot: Some((3, 100)),
                 hottest: vec![("open_table".into(), Some(123456))],
             }],
             bolt: vec![BoltCoverage {
@@ -162,7 +170,7 @@ mod tests {
             .contains("mariadb-10.11.18-pgo+lto+bolt-clang-22.tar.zst"));
         let lines = r.lines().join("\n");
         assert!(lines.contains("pgo+lto: 42 function(s) of the 5000 functions with counts"));
-        assert!(lines.contains("(0.8 %; threshold 10 %)"));
+        assert!(lines.contains("(0.8 %; threshold 10 %), 3 of the profile's 100 hottest"));
         assert!(lines.contains("open_table (up to 123456)"));
         assert!(lines.contains("pgo+lto+bolt: BOLT's reused profile: 2874 out of 41000"));
         assert!(lines.contains("below the threshold"));
