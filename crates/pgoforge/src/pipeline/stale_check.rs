@@ -101,7 +101,7 @@ impl Verdict {
             None => String::new(),
         };
         let hot = match self.hot {
-            Some(h) => format!(", {} of its {} hottest", h.stale, h.of),
+            Some(h) => format!(", {} of its {} hottest by block count", h.stale, h.of),
             None => String::new(),
         };
         format!(
@@ -118,7 +118,9 @@ impl Verdict {
 #[error("{}: retraining (--retrain-if-stale)", .0.sentence())]
 pub struct TooStale(pub Verdict);
 
-/// The profile's [`HOT`] hottest functions (clang's .profdata; GCC's gcda have no ranking tool).
+/// The profile's [`HOT`] hottest functions by their largest block count, llvm-profdata's own
+/// ranking (clang's .profdata; GCC's gcda have no ranking tool). A function warm in many blocks
+/// can drop a large total count and still rank below them: the dropped list shows totals.
 pub fn hot_functions(p: &ProfileInput, compiler: &Compiler) -> Option<Vec<String>> {
     match (p, compiler.family) {
         (ProfileInput::Profdata(f), FlagFamily::Clang) => {
@@ -199,7 +201,8 @@ mod tests {
             .with_hot(&st, Some(&hot));
         assert_eq!(v.hot, Some(HotStale { stale: 2, of: 4 }));
         assert!(
-            v.sentence().ends_with(", 2 of its 4 hottest"),
+            v.sentence()
+                .ends_with(", 2 of its 4 hottest by block count"),
             "{}",
             v.sentence()
         );

@@ -103,7 +103,7 @@ impl StaleBuild {
             })
             .collect();
         let hot = match self.hot {
-            Some((stale, of)) => format!(", {stale} of the profile's {of} hottest"),
+            Some((stale, of)) => format!(", {stale} of the profile's {of} hottest by block count"),
             None => String::new(),
         };
         format!(
@@ -170,7 +170,8 @@ mod tests {
             .contains("mariadb-10.11.18-pgo+lto+bolt-clang-22.tar.zst"));
         let lines = r.lines().join("\n");
         assert!(lines.contains("pgo+lto: 42 function(s) of the 5000 functions with counts"));
-        assert!(lines.contains("(0.8 %; threshold 10 %), 3 of the profile's 100 hottest"));
+        assert!(lines
+            .contains("(0.8 %; threshold 10 %), 3 of the profile's 100 hottest by block count"));
         assert!(lines.contains("open_table (up to 123456)"));
         assert!(lines.contains("pgo+lto+bolt: BOLT's reused profile: 2874 out of 41000"));
         assert!(lines.contains("below the threshold"));
