@@ -248,15 +248,10 @@ pub fn check_profdata(file: &Path, profdata_tool: &Path) -> Result<Summary> {
             .and_then(|v| v.trim().parse::<u64>().ok())
     };
     let functions = total_functions(&text);
-    // "  name, max count = N" lines follow the "Top 10 functions" header.
-    let hottest = text
-        .lines()
-        .skip_while(|l| !l.contains("Top 10 functions"))
-        .skip(1)
-        .filter_map(|l| l.split(", max count").next())
-        .map(|n| n.trim().rsplit(':').next().unwrap_or("").to_string())
+    let hottest = topn_names(&text, 10)
+        .into_iter()
+        .map(|n| n.rsplit(':').next().unwrap_or("").to_string())
         .filter(|n| !n.is_empty())
-        .take(10)
         .collect();
     let hottest = readable(hottest);
     let all = Command::new(profdata_tool)
