@@ -192,25 +192,10 @@ fn judge_staleness(
     reuse: &super::profile_from::Reuse,
     built: &[(Variant, Option<String>, BuildOutput)],
 ) -> Result<()> {
-    use super::stale_check::{functions_with_counts, hot_functions, TooStale, Verdict};
-    let mut with_counts = None;
-    let mut hot = None;
+    use super::stale_check::TooStale;
     for (v, _, b) in built.iter().filter(|(v, _, _)| v.needs_profile()) {
         let Some(stale) = &b.stale else { continue };
-        let n = *with_counts.get_or_insert_with(|| {
-            functions_with_counts(
-                &ProfileInput::from_path(reuse.compiler_profile.clone()),
-                &b.compiler,
-            )
-        });
-        let hot = hot.get_or_insert_with(|| {
-            hot_functions(
-                &ProfileInput::from_path(reuse.compiler_profile.clone()),
-                &b.compiler,
-            )
-        });
-        let verdict =
-            Verdict::judge(&v.to_string(), stale, n, reuse.stale).with_hot(stale, hot.as_deref());
+        let verdict = reuse.verdict(&v.to_string(), stale, &b.compiler);
         if !verdict.over() {
             r.info(verdict.sentence());
         } else if reuse.stale.retrain {

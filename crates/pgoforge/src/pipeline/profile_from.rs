@@ -30,6 +30,23 @@ pub struct Reuse {
     pub provenance: ProfileProvenance,
     /// What a build from it that no longer fits does (`--stale-threshold`, `--retrain-if-stale`).
     pub stale: super::stale_check::StalePolicy,
+    /// The profile's size and hottest functions, read once for the builds' verdicts and the report.
+    #[serde(skip)]
+    pub facts: super::stale_check::ProfileFacts,
+}
+
+impl Reuse {
+    /// The verdict on a build from this profile that the compiler found `stale`.
+    pub fn verdict(
+        &self,
+        variant: &str,
+        stale: &crate::builder::staleness::Staleness,
+        compiler: &Compiler,
+    ) -> super::stale_check::Verdict {
+        let profile = crate::builder::ProfileInput::from_path(self.compiler_profile.clone());
+        self.facts
+            .verdict(&profile, compiler, variant, stale, self.stale)
+    }
 }
 
 fn refuse(msg: String) -> anyhow::Error {
@@ -154,6 +171,7 @@ pub fn resolve(
                 .collect(),
         },
         stale: Default::default(),
+        facts: Default::default(),
     })
 }
 

@@ -4,9 +4,7 @@
 
 use super::outcome::RunContender;
 use super::profile_from::Reuse;
-use super::stale_check::{functions_with_counts, hot_functions, Verdict};
 use crate::bench::report::reuse::{BoltCoverage, ProfileReuse, StaleBuild};
-use crate::builder::ProfileInput;
 
 /// What the report's "keeping up with releases" section shows of a run that reused `reuse`:
 /// each optimized build's staleness (once per build, however many contenders share it) and BOLT's
@@ -14,8 +12,6 @@ use crate::builder::ProfileInput;
 pub fn reuse_record(reuse: &Reuse, contenders: &[RunContender]) -> ProfileReuse {
     let p = &reuse.provenance;
     let mut builds: Vec<StaleBuild> = Vec::new();
-    let mut with_counts = None;
-    let mut hot = None;
     let mut seen = std::collections::BTreeSet::new();
     for b in contenders.iter().filter_map(|c| c.build.as_ref()) {
         let Some(stale) = b.stale.as_ref() else {
@@ -24,19 +20,7 @@ pub fn reuse_record(reuse: &Reuse, contenders: &[RunContender]) -> ProfileReuse 
         if !seen.insert(b.key.clone()) {
             continue;
         }
-        let n = *with_counts.get_or_insert_with(|| {
-            functions_with_counts(
-                &ProfileInput::from_path(reuse.compiler_profile.clone()),
-                &b.compiler,
-            )
-        });
-        let hot = hot.get_or_insert_with(|| {
-            hot_functions(
-                &ProfileInput::from_path(reuse.compiler_profile.clone()),
-                &b.compiler,
-            )
-        });
-        let v = Verdict::judge(&b.variant, stale, n, reuse.stale).with_hot(stale, hot.as_deref());
+        let v = reuse.verdict(&b.variant, stale, &b.compiler);
         builds.push(StaleBuild {
             variant: v.variant,
             mismatched: v.mismatched,

@@ -118,6 +118,41 @@ impl Verdict {
 #[error("{}: retraining (--retrain-if-stale)", .0.sentence())]
 pub struct TooStale(pub Verdict);
 
+/// What a build's staleness is measured against: the reused profile's functions with counts and
+/// its hottest functions. Read once per run however many builds and the report ask (each read is
+/// a pass of llvm-profdata over the whole profile); one run has one compiler, so the first
+/// build's compiler reads it for all.
+#[derive(Clone, Debug, Default)]
+pub struct ProfileFacts(std::sync::OnceLock<(Option<u64>, Option<Vec<String>>)>);
+
+impl ProfileFacts {
+    fn get(
+        &self,
+        profile: &ProfileInput,
+        compiler: &Compiler,
+    ) -> &(Option<u64>, Option<Vec<String>>) {
+        self.0.get_or_init(|| {
+            (
+                functions_with_counts(profile, compiler),
+                hot_functions(profile, compiler),
+            )
+        })
+    }
+
+    /// `variant`'s verdict: its stale functions against the profile's size and hottest.
+    pub fn verdict(
+        &self,
+        profile: &ProfileInput,
+        compiler: &Compiler,
+        variant: &str,
+        stale: &Staleness,
+        policy: StalePolicy,
+    ) -> Verdict {
+        let (n, hot) = self.get(profile, compiler);
+        Verdict::judge(variant, stale, *n, policy).with_hot(stale, hot.as_deref())
+    }
+}
+
 /// The profile's [`HOT`] hottest functions by their largest block count, llvm-profdata's own
 /// ranking (clang's .profdata; GCC's gcda have no ranking tool). A function warm in many blocks
 /// can drop a large total count and still rank below them: the dropped list shows totals.
