@@ -5,6 +5,7 @@
 //! [`spec::BenchSpec`].
 
 pub mod adaptive;
+pub mod budget;
 pub mod cachegrind;
 pub mod calibrate;
 pub mod client;

@@ -176,6 +176,7 @@ pub fn main(a: BenchArgs) -> Result<i32> {
             .clone()
             .with_rounds_for(plan.contenders.len(), plan.order_scheme);
     }
+    check_budget(&plan, &work);
     run::benchmark(
         &plan,
         &work,
@@ -194,4 +195,22 @@ pub fn main(a: BenchArgs) -> Result<i32> {
     print!("{}", text(&r));
     println!("results and reports in {}", dir.display());
     Ok(0)
+}
+
+/// Refuses (exit 2) a benchmark whose dataset copies or largest buffer pool this machine cannot
+/// hold, before any server starts.
+fn check_budget(plan: &BenchPlan, work: &std::path::Path) {
+    let Some(m) = pgoforge::bench::budget::Machine::probe(work) else {
+        return;
+    };
+    // The largest pool of a sweep is the one that must fit.
+    let mut config = plan.config.clone();
+    config.buffer_pool_mb = plan
+        .contenders
+        .iter()
+        .filter_map(|c| c.buffer_pool_mb)
+        .fold(config.buffer_pool_mb, u64::max);
+    if let Err(e) = pgoforge::bench::budget::check(&plan.spec, &config, plan.contenders.len(), &m) {
+        super::usage_error(e);
+    }
 }

@@ -237,6 +237,74 @@ fn too_few_rounds_for_the_runs_comparisons_are_refused_before_any_build() {
         .success());
 }
 
+/// A dataset the work dir's disk cannot hold in every copy the benchmark makes, or a buffer pool
+/// larger than this machine's memory, is refused by the plan before anything is made (exit 2),
+/// with the figures; seed 004's 16 x 2 M rows (7.7 GB) fits this kind of machine. `bench`
+/// refuses the same before it starts a server.
+#[test]
+fn datasets_and_pools_this_machine_cannot_hold_are_refused_before_any_work() {
+    let w = tempfile::tempdir().expect("a temporary directory");
+    let pgoforge = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_pgoforge"))
+            .args(args)
+            .arg("--work-dir")
+            .arg(w.path())
+            .output()
+            .expect("pgoforge runs")
+    };
+    let mem_mb: u64 = std::fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .expect("MemTotal")
+        / 1024;
+    let pool = (mem_mb + 1024).to_string();
+    let out = pgoforge(&["run", "--plan", "--buffer-pool-mb", &pool]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("--buffer-pool-mb {pool}: one server needs"))
+            && err.contains(&format!("this machine's {mem_mb} MiB of memory")),
+        "{err}"
+    );
+    // A thousand tables of 100 M rows: ~23 TiB on disk, more than any disk this runs on.
+    let huge = ["--tables", "1000", "--table-size", "100000000"];
+    let out = pgoforge(&[&["run", "--plan"][..], &huge].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the dataset (1000 tables x 100000000 rows")
+            && err.contains("GiB free")
+            && err.contains("--work-dir on a larger disk"),
+        "{err}"
+    );
+    let bench = [
+        "bench",
+        "--baseline",
+        "a=/usr/sbin/mariadbd",
+        "--binary",
+        "b=/usr/sbin/mariadbd",
+    ];
+    let out = pgoforge(&[&bench[..], &huge].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("the dataset (1000 tables"), "{err}");
+    assert!(
+        std::fs::read_dir(w.path())
+            .unwrap()
+            .all(|e| e.unwrap().file_name() != "datasets"),
+        "no dataset made"
+    );
+    let seed_004 = ["--tables", "16", "--table-size", "2000000"];
+    let out = pgoforge(&[&["run", "--plan"][..], &seed_004].concat());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// A work dir begun with GCC before MariaDB's default became clang: the run says which compiler
 /// continues its builds (their keys are unchanged), and says nothing in a fresh work dir.
 #[test]

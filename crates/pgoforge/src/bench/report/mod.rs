@@ -25,7 +25,6 @@ use super::plan::BenchPlan;
 use super::run_dir::{plan_path, read_records, Record};
 use super::stats::geomean;
 use crate::infra::exit::Refuse;
-use oltp::settings::TestName;
 
 pub use super::environment::Environment;
 pub use decision::Decision;
@@ -332,11 +331,7 @@ fn cells_and_geomeans(plan: &BenchPlan, records: &[Record]) -> (Vec<Cell>, Vec<G
 
 /// A dataset larger than the buffer pool makes the benchmark I/O-bound: every cell says so.
 fn io_bound(plan: &BenchPlan, cells: &mut [Cell]) {
-    let mut data_mb = plan.spec.tables as f64 * plan.spec.table_size as f64 * 250.0 / 1_048_576.0;
-    if plan.spec.workloads.contains(&TestName::Tpcc) {
-        // One sysbench-tpcc warehouse with its indexes, measured after prepare: about 120 MiB.
-        data_mb += 120.0 * crate::server::template::TPCC_SCALE as f64;
-    }
+    let data_mb = crate::bench::budget::data_mb(&plan.spec);
     if data_mb > plan.config.buffer_pool_mb as f64 * 0.8 {
         for c in cells.iter_mut() {
             c.warnings.push(format!(

@@ -310,6 +310,11 @@ impl RunPlan {
             b.compiles = env.cluster.placement(b.variant, &req.compiler);
         }
         let servers = contenders.len() + req.outside_count() + usize::from(req.aa);
+        // Before any build: a dataset or pool this machine cannot hold would fail only after them.
+        if let Some(m) = crate::bench::budget::Machine::probe(&req.work_dir) {
+            crate::bench::budget::check(&req.bench, &req.server, servers, &m)
+                .map_err(PlanError::Budget)?;
+        }
         let bench_estimate_seconds =
             crate::bench::estimate::wall_time(&req.bench, servers).as_secs();
         Ok(RunPlan {

@@ -20,6 +20,9 @@ pub enum PlanError {
     /// The benchmark's settings (rounds, seconds, threads...), as `BenchSpec::check` words it.
     #[error("{0}")]
     Bench(String),
+    /// The dataset or the servers do not fit this machine, as `bench::budget::check` words it.
+    #[error("{0}")]
+    Budget(String),
     #[error("--mix has no phases")]
     EmptyMix,
     /// A mix that cannot run, as `Mix::check` words it.
