@@ -86,7 +86,8 @@ pub struct RunArgs {
     #[arg(long, conflicts_with = "profile_from")]
     profile: Option<PathBuf>,
     /// Take the profiles of an earlier build instead of training: a package (NAME.tar.zst, its
-    /// NAME.rebuild.tar.zst beside it), the sidecar itself, or a finished run's work dir. One
+    /// NAME.rebuild.tar.zst beside it), the sidecar itself, or a finished run's work dir (its
+    /// package, or the one `pgoforge package` made there when the run had no winner). One
     /// optimized build (and BOLT with its BOLT profile) instead of three builds and two
     /// trainings — for the next release of the same server. Refused before any build when its
     /// compiler is not this run's (family and major).

@@ -68,15 +68,30 @@ fn sidecar_of(path: &Path) -> Result<(PathBuf, Option<PathBuf>)> {
                 path.display()
             ))
         })?;
-        let Some(p) = out.package else {
-            return Err(refuse(format!(
+        if let Some(p) = out.package {
+            return Ok((sidecar::beside(&p.path), Some(p.path)));
+        }
+        // No winner, but `pgoforge package VARIANT` may have packaged one since.
+        return match packaged_by_hand(path).as_slice() {
+            [one] => Ok((sidecar::beside(one), Some(one.clone()))),
+            [] => Err(refuse(format!(
                 "--profile-from {}: that run packaged nothing (no variant won); package one \
                  with `pgoforge package VARIANT --work-dir {}` and give the package",
                 path.display(),
                 path.display()
-            )));
+            ))),
+            several => Err(refuse(format!(
+                "--profile-from {}: that run packaged nothing itself, and its packages/ holds \
+                 {} packages; give the one to take the profiles from: {}",
+                path.display(),
+                several.len(),
+                several
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
         };
-        return Ok((sidecar::beside(&p.path), Some(p.path)));
     }
     if name.ends_with(".rebuild.tar.zst") {
         return Ok((path.to_path_buf(), None));
@@ -89,6 +104,24 @@ fn sidecar_of(path: &Path) -> Result<(PathBuf, Option<PathBuf>)> {
          the NAME.rebuild.tar.zst itself, or a finished run's work dir",
         path.display()
     )))
+}
+
+/// The packages with a rebuild sidecar beside them in `work`'s packages/ (what `pgoforge
+/// package` makes), sorted by name.
+fn packaged_by_hand(work: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(work.join("packages")) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+            name.is_some_and(|n| n.ends_with(".tar.zst") && !n.ends_with(".rebuild.tar.zst"))
+                && sidecar::beside(p).is_file()
+        })
+        .collect();
+    found.sort();
+    found
 }
 
 /// Opens the sidecar `path` names into `into` (emptied first), checks it against its package
@@ -225,6 +258,25 @@ fn check_readable(file: &Path, compiler: &Compiler) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_package_made_by_hand_in_the_work_dir_is_found_with_its_sidecar() {
+        let t = tempfile::tempdir().unwrap();
+        assert!(packaged_by_hand(t.path()).is_empty());
+        let dir = t.path().join("packages");
+        fs::create_dir(&dir).unwrap();
+        let a = dir.join("mariadb-10.11.18-pgo+lto+bolt-clang-22.tar.zst");
+        fs::write(&a, b"x").unwrap();
+        // A package without its rebuild sidecar cannot give profiles.
+        assert!(packaged_by_hand(t.path()).is_empty());
+        fs::write(sidecar::beside(&a), b"x").unwrap();
+        fs::write(dir.join("notes.txt"), b"x").unwrap();
+        assert_eq!(packaged_by_hand(t.path()), vec![a.clone()]);
+        let b = dir.join("mariadb-10.11.18-pgo+lto-clang-22.tar.zst");
+        fs::write(&b, b"x").unwrap();
+        fs::write(sidecar::beside(&b), b"x").unwrap();
+        assert_eq!(packaged_by_hand(t.path()), vec![a, b]);
+    }
 
     #[test]
     fn the_indexed_header_gives_the_format_version() {
