@@ -162,3 +162,118 @@ fn alternative_baseline_reports_regenerate_and_keep_the_a_a_pair() {
     }
     assert!(rendered >= 10, "{rendered} alternative-baseline reports");
 }
+
+/// A sweep of threads × buffer pool (`bench --threads 4,16 --sweep-buffer-pool-mb 64,2048`) is
+/// reported as gain by threads, one line per pool: a table in the Markdown and text reports and
+/// a chart per variant in the HTML. The run directory is made from a committed run's records,
+/// its throughput set so each pool and thread count has its own gain.
+#[test]
+fn a_sweep_reports_the_gain_by_threads_for_each_buffer_pool() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results");
+    let from = root.join("mariadb-10.11-stale-profile");
+    let template: serde_json::Value = serde_json::from_str(
+        fs::read_to_string(from.join("results.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let mut plan: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(from.join("plan.json")).unwrap()).unwrap();
+    let contender = |name: &str, pool: u64| serde_json::json!({"name": format!("{name}@bp{pool}"), "binary": "/x", "buffer_pool_mb": pool});
+    plan["contenders"] = serde_json::json!([
+        contender("baseline", 64),
+        contender("pgo", 64),
+        contender("baseline", 2048),
+        contender("pgo", 2048)
+    ]);
+    plan["workloads"] = serde_json::json!(["oltp_read_only"]);
+    plan["threads"] = serde_json::json!([4, 16]);
+    plan["rounds"] = serde_json::json!(8);
+    plan["aa_control"] = serde_json::Value::Null;
+    plan["reference_only"] = serde_json::json!([]);
+    plan.as_object_mut().unwrap().remove("slice_seconds");
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("plan.json"), plan.to_string()).unwrap();
+    // Gains: a pool smaller than the ~95 MiB dataset gains little, a large one more, and more at
+    // 16 threads; every round wobbles a little.
+    let gain = |name: &str, pool: u64, threads: u64| match (name, pool, threads) {
+        ("baseline", _, _) => 1.0,
+        (_, 64, 4) => 1.03,
+        (_, 64, _) => 1.04,
+        (_, _, 4) => 1.10,
+        _ => 1.20,
+    };
+    let mut lines = Vec::new();
+    for round in 1..=8u64 {
+        for (position, (name, pool)) in [
+            ("baseline", 64),
+            ("pgo", 64),
+            ("baseline", 2048),
+            ("pgo", 2048),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            for threads in [4u64, 16] {
+                let wobble = 1.0 + 0.002 * ((round * 7 + threads + position as u64 * 3) % 5) as f64;
+                let tx = (10_000.0 * gain(name, pool, threads) * wobble) as u64;
+                let mut r = template.clone();
+                r["round"] = round.into();
+                r["position"] = position.into();
+                r["contender"] = format!("{name}@bp{pool}").into();
+                r["workload"] = "oltp_read_only".into();
+                r["threads"] = threads.into();
+                r["result"]["transactions"] = tx.into();
+                r["result"]["total_time_s"] = 10.0.into();
+                r.as_object_mut().unwrap().remove("load");
+                r.as_object_mut().unwrap().remove("slice");
+                lines.push(r.to_string());
+            }
+        }
+    }
+    fs::write(dir.path().join("results.jsonl"), lines.join("\n") + "\n").unwrap();
+    let r = report::build(dir.path()).unwrap();
+    let md = export::markdown::Markdown.render(&r).unwrap();
+    assert!(
+        md.contains("Sweep: each variant's TPS against the baseline of its own buffer pool")
+            && md.contains("larger than the 64 MiB buffer pool"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| workload | variant | buffer pool | 4 thr | 16 thr |"),
+        "{md}"
+    );
+    let row = |pool: &str| {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| oltp_read_only | pgo | {pool} |")))
+            .unwrap_or_else(|| panic!("a row for {pool}:\n{md}"))
+            .to_string()
+    };
+    let small = row("64 MiB");
+    let large = row("2048 MiB");
+    assert!(
+        small.contains("| +3.") && small.contains("| +4."),
+        "{small}"
+    );
+    assert!(
+        large.contains("| +10.") && large.contains("| +20.") && large.contains("faster"),
+        "{large}"
+    );
+    let text = export::text::Text.render(&r).unwrap();
+    assert!(
+        text.contains("| oltp_read_only | pgo | 2048 MiB |"),
+        "{text}"
+    );
+    let html = export::html::Html.render(&r).unwrap();
+    if let Ok(out) = std::env::var("PGOFORGE_SWEEP_HTML") {
+        fs::write(out, &html).unwrap();
+    }
+    assert!(
+        html.contains("pgo on oltp_read_only: TPS gain (%) by threads")
+            && html.contains("<title>buffer pool 64 MiB</title>")
+            && html.contains("<title>buffer pool 2048 MiB</title>"),
+        "the sweep's chart"
+    );
+}

@@ -198,6 +198,7 @@ const SECTIONS: &[fn(&Report) -> Vec<Block>] = &[
     gate,
     round_orders,
     matrix,
+    sweep,
     results_table,
     latency,
     geomeans,
@@ -470,6 +471,13 @@ fn round_orders(r: &Report) -> Vec<Block> {
         r.plan.seed,
         rounds.join("; ")
     ))]
+}
+
+fn sweep(r: &Report) -> Vec<Block> {
+    super::sweep::table(r)
+        .map(|t| Block::Counts(super::sweep::lead(r), t))
+        .into_iter()
+        .collect()
 }
 
 fn matrix(r: &Report) -> Vec<Block> {

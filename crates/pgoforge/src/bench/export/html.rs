@@ -1,6 +1,6 @@
 //! One self-contained HTML report (report.html) with SVG charts (no scripts, no network): the
 //! document's tables and notes, throughput with CI bars per contender and workload, thread
-//! scaling, and p95 latency.
+//! scaling, a sweep's gain by threads per buffer pool, and p95 latency.
 
 use std::fmt::Write;
 
@@ -126,6 +126,118 @@ fn bars(r: &Report, title: &str, value: &dyn Fn(&Cell) -> (f64, f64, f64)) -> St
     }
     s.push_str("</svg>");
     s
+}
+
+/// Small charts, one per workload and variant: gain against threads, one line per buffer pool,
+/// the interval as whiskers, zero dashed.
+fn sweep_charts(r: &Report) -> Option<String> {
+    let lines = super::sweep::lines(r);
+    if lines.is_empty() || r.plan.spec.threads.len() < 2 {
+        return None;
+    }
+    let threads = &r.plan.spec.threads;
+    let pools = super::sweep::pools(r);
+    let mut panels: Vec<(String, String)> = Vec::new();
+    for l in &lines {
+        let key = (l.workload.clone(), l.variant.clone());
+        if !panels.contains(&key) {
+            panels.push(key);
+        }
+    }
+    let mut out = String::new();
+    for (wl, variant) in panels {
+        let mine: Vec<&super::sweep::Line> = lines
+            .iter()
+            .filter(|l| l.workload == wl && l.variant == variant)
+            .collect();
+        let (mut lo, mut hi) = (0.0f64, 0.0f64);
+        for p in mine.iter().flat_map(|l| &l.points) {
+            let (a, b) = p.interval_pct.unwrap_or((p.gain_pct, p.gain_pct));
+            lo = lo.min(a);
+            hi = hi.max(b);
+        }
+        let pad = ((hi - lo) * 0.1).max(1.0);
+        let (lo, hi) = (lo - pad, hi + pad);
+        let (w, h, left, bottom, top) = (420.0, 230.0, 50.0, 40.0, 24.0);
+        let x = |i: usize| left + (w - left - 20.0) * i as f64 / (threads.len() - 1) as f64;
+        let y = |v: f64| top + (h - bottom - top) * (hi - v) / (hi - lo);
+        let _ = write!(
+            out,
+            "<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' \
+             font-family='sans-serif' font-size='10'><text x='{left}' y='14' font-size='12' \
+             font-weight='bold'>{} on {}: TPS gain (%) by threads</text>",
+            esc(&variant),
+            esc(&wl)
+        );
+        let _ = write!(
+            out,
+            "<line x1='{left}' x2='{:.1}' y1='{:.1}' y2='{:.1}' stroke='#888' \
+             stroke-dasharray='3 3'/><text x='{:.1}' y='{:.1}' text-anchor='end'>0</text>\
+             <text x='{:.1}' y='{:.1}' text-anchor='end'>{hi:+.0}</text>\
+             <text x='{:.1}' y='{:.1}' text-anchor='end'>{lo:+.0}</text>",
+            w - 20.0,
+            y(0.0),
+            y(0.0),
+            left - 4.0,
+            y(0.0) + 3.0,
+            left - 4.0,
+            y(hi) + 8.0,
+            left - 4.0,
+            y(lo)
+        );
+        for (i, t) in threads.iter().enumerate() {
+            let _ = write!(
+                out,
+                "<text x='{:.1}' y='{}' text-anchor='middle'>{t}</text>",
+                x(i),
+                h - bottom + 14.0
+            );
+        }
+        let _ = write!(
+            out,
+            "<text x='{:.1}' y='{}' text-anchor='end'>client threads</text>",
+            w - 20.0,
+            h - 6.0
+        );
+        for l in &mine {
+            let k = pools.iter().position(|p| *p == l.pool_mb).unwrap_or(0);
+            let color = COLORS[k % COLORS.len()];
+            let at = |t: u32| threads.iter().position(|x| *x == t).unwrap_or(0);
+            let pts: Vec<String> = l
+                .points
+                .iter()
+                .map(|p| format!("{:.1},{:.1}", x(at(p.threads)), y(p.gain_pct)))
+                .collect();
+            let _ = write!(
+                out,
+                "<polyline points='{}' fill='none' stroke='{color}' stroke-width='2'>\
+                 <title>buffer pool {} MiB</title></polyline>",
+                pts.join(" "),
+                l.pool_mb
+            );
+            for p in &l.points {
+                if let Some((a, b)) = p.interval_pct {
+                    let xi = x(at(p.threads));
+                    let _ = write!(
+                        out,
+                        "<line x1='{xi:.1}' x2='{xi:.1}' y1='{:.1}' y2='{:.1}' \
+                         stroke='{color}'/>",
+                        y(a),
+                        y(b)
+                    );
+                }
+            }
+            let _ = write!(
+                out,
+                "<text x='{:.1}' y='{}' fill='{color}'>{} MiB</text>",
+                left + 70.0 * k as f64,
+                h - 6.0,
+                l.pool_mb
+            );
+        }
+        out.push_str("</svg>");
+    }
+    Some(out)
 }
 
 /// Thread scaling: median TPS against thread count, one line per contender and workload.
@@ -396,6 +508,9 @@ pub fn html(r: &Report) -> String {
         o.push_str(&s);
     }
     if let Some(s) = scaling(r) {
+        o.push_str(&s);
+    }
+    if let Some(s) = sweep_charts(r) {
         o.push_str(&s);
     }
     o.push_str(&bars(r, "p95 latency (ms, mean with 95% CI)", &|c| {

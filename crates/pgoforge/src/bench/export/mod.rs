@@ -8,6 +8,7 @@ pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod matrix;
+pub mod sweep;
 pub mod text;
 
 use std::path::Path;

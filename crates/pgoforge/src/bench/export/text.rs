@@ -73,6 +73,14 @@ pub fn text(r: &Report) -> String {
             markdown::table(&t).trim_end()
         );
     }
+    if let Some(t) = super::sweep::table(r) {
+        let _ = writeln!(
+            o,
+            "{}\n{}",
+            super::sweep::lead(r),
+            markdown::table(&t).trim_end()
+        );
+    }
     for line in super::host_sentences(r) {
         let _ = writeln!(o, "{line}");
     }
