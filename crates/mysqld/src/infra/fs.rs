@@ -156,6 +156,20 @@ pub fn free_bytes(path: &std::path::Path) -> Result<u64> {
     Ok(st.f_bavail as u64 * st.f_frsize as u64)
 }
 
+/// A field of /proc/meminfo (`MemTotal`, `MemAvailable`…) in kB; None where the kernel does
+/// not say.
+pub fn meminfo_kb(field: &str) -> Option<u64> {
+    parse_meminfo_kb(&std::fs::read_to_string("/proc/meminfo").ok()?, field)
+}
+
+/// [`meminfo_kb`] of a given /proc/meminfo text.
+pub fn parse_meminfo_kb(meminfo: &str, field: &str) -> Option<u64> {
+    let line = meminfo
+        .lines()
+        .find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// Below this, a failure writing under a directory is most likely the disk being full.
 const LOW_SPACE: u64 = 256 << 20;
 

@@ -47,18 +47,11 @@ impl Machine {
     pub fn probe(work: &Path) -> Option<Machine> {
         let on = work.ancestors().find(|p| p.exists())?;
         let free = crate::infra::fs::free_bytes(on).ok()?;
-        let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
         Some(Machine {
             free_disk_mb: free >> 20,
-            mem_total_mb: mem_total_mb(&meminfo)?,
+            mem_total_mb: crate::infra::fs::meminfo_kb("MemTotal")? / 1024,
         })
     }
-}
-
-fn mem_total_mb(meminfo: &str) -> Option<u64> {
-    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024)
 }
 
 /// Disk a benchmark of `servers` servers needs at once, MiB: the dataset template and one
@@ -175,7 +168,12 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let m = Machine::probe(&t.path().join("not/yet")).unwrap();
         assert!(m.free_disk_mb > 0 && m.mem_total_mb > 0, "{m:?}");
-        assert_eq!(mem_total_mb("MemTotal:       24576000 kB\n"), Some(24000));
-        assert_eq!(mem_total_mb("garbage"), None);
+        let kb = |m: &str| crate::infra::fs::parse_meminfo_kb(m, "MemTotal");
+        assert_eq!(
+            kb("MemTotal:       24576000 kB\n").map(|k| k / 1024),
+            Some(24000)
+        );
+        assert_eq!(kb("MemTotalX: 1 kB\nMemAvailable: 2 kB\n"), None);
+        assert_eq!(kb("garbage"), None);
     }
 }

@@ -24,14 +24,7 @@ pub fn servers_mb(plan: &BenchPlan) -> u64 {
 
 /// `MemAvailable` of /proc/meminfo in MiB (`None` where the kernel does not say).
 pub fn available_mb() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    parse_mem_available(&text)
-}
-
-fn parse_mem_available(meminfo: &str) -> Option<u64> {
-    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024)
+    crate::infra::fs::meminfo_kb("MemAvailable").map(|kb| kb / 1024)
 }
 
 /// The plan as it will run, given the plan of the benchmark it resumes (`earlier`, if any): a
@@ -165,7 +158,9 @@ mod tests {
     #[test]
     fn mem_available_is_read_in_mib() {
         let m = "MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   23068672 kB\n";
-        assert_eq!(parse_mem_available(m), Some(22_528));
-        assert_eq!(parse_mem_available("MemTotal: 1 kB\n"), None);
+        let mb =
+            |m: &str| crate::infra::fs::parse_meminfo_kb(m, "MemAvailable").map(|kb| kb / 1024);
+        assert_eq!(mb(m), Some(22_528));
+        assert_eq!(mb("MemTotal: 1 kB\n"), None);
     }
 }

@@ -168,14 +168,8 @@ fn earlier_attempts(log: &str, mtime: u64) -> Earlier {
 /// Jobs for `make -j`: one per core, but no more than memory allows (about 1.5 GiB per job).
 pub fn default_jobs() -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mem_gb = fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find(|l| l.starts_with("MemAvailable:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        })
-        .map_or(4.0, |kb| kb as f64 / 1048576.0);
+    let mem_gb =
+        crate::infra::fs::meminfo_kb("MemAvailable").map_or(4.0, |kb| kb as f64 / 1048576.0);
     cores.min(((mem_gb / 1.5) as usize).max(1))
 }
 
