@@ -18,7 +18,7 @@ const SHARE_PERCENT: u64 = 90;
 pub fn servers_mb(plan: &BenchPlan) -> u64 {
     plan.contenders
         .iter()
-        .map(|c| c.buffer_pool_mb.unwrap_or(plan.config.buffer_pool_mb) + SERVER_OVERHEAD_MB)
+        .map(|c| plan.buffer_pool_mb_of(c) + SERVER_OVERHEAD_MB)
         .sum()
 }
 

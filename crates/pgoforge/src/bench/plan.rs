@@ -139,6 +139,11 @@ pub fn fresh_seed() -> u64 {
 }
 
 impl BenchPlan {
+    /// The buffer pool contender `c`'s server runs with: its own in a sweep, else the plan's.
+    pub fn buffer_pool_mb_of(&self, c: &Contender) -> u64 {
+        c.buffer_pool_mb.unwrap_or(self.config.buffer_pool_mb)
+    }
+
     /// The contender `c` is compared with: the first one with the same server settings.
     pub fn baseline_for(&self, c: &Contender) -> &Contender {
         self.contenders

@@ -208,7 +208,7 @@ fn check_budget(plan: &BenchPlan, work: &std::path::Path) {
     config.buffer_pool_mb = plan
         .contenders
         .iter()
-        .filter_map(|c| c.buffer_pool_mb)
+        .map(|c| plan.buffer_pool_mb_of(c))
         .fold(config.buffer_pool_mb, u64::max);
     if let Err(e) = pgoforge::bench::budget::check(&plan.spec, &config, plan.contenders.len(), &m) {
         super::usage_error(e);

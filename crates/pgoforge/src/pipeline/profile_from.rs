@@ -109,7 +109,7 @@ fn sidecar_of(path: &Path) -> Result<(PathBuf, Option<PathBuf>)> {
 /// The packages with a rebuild sidecar beside them in `work`'s packages/ (what `pgoforge
 /// package` makes), sorted by name.
 fn packaged_by_hand(work: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(work.join("packages")) else {
+    let Ok(entries) = fs::read_dir(crate::package::packages_dir(work)) else {
         return Vec::new();
     };
     let mut found: Vec<PathBuf> = entries
@@ -263,7 +263,7 @@ mod tests {
     fn a_package_made_by_hand_in_the_work_dir_is_found_with_its_sidecar() {
         let t = tempfile::tempdir().unwrap();
         assert!(packaged_by_hand(t.path()).is_empty());
-        let dir = t.path().join("packages");
+        let dir = crate::package::packages_dir(t.path());
         fs::create_dir(&dir).unwrap();
         let a = dir.join("mariadb-10.11.18-pgo+lto+bolt-clang-22.tar.zst");
         fs::write(&a, b"x").unwrap();

@@ -36,14 +36,7 @@ pub fn table(r: &Report) -> Option<Table> {
                         Some((x, k)) => format!(
                             "{:+.1}% {} {}{}",
                             (k.ratio - 1.0) * 100.0,
-                            match k.shown_interval() {
-                                (lo, hi) if hi.is_finite() => format!(
-                                    "[{:+.1}, {:+.1}]",
-                                    (lo - 1.0) * 100.0,
-                                    (hi - 1.0) * 100.0
-                                ),
-                                _ => "[unbounded]".into(),
-                            },
+                            super::interval_brackets(super::interval_pct(k)),
                             match k.verdict {
                                 Verdict::Faster => "faster",
                                 Verdict::Slower => "REGRESSION",

@@ -76,6 +76,21 @@ fn host_noise_sentence(cv: f64) -> String {
     )
 }
 
+/// A comparison's shown interval as percent changes; None when too few rounds bound it (its
+/// upper end infinite), the rule every table of the report applies.
+pub(crate) fn interval_pct(k: &crate::bench::stats::Comparison) -> Option<(f64, f64)> {
+    let (lo, hi) = k.shown_interval();
+    hi.is_finite()
+        .then_some(((lo - 1.0) * 100.0, (hi - 1.0) * 100.0))
+}
+
+/// `[+2.0, +8.3]` for [`interval_pct`], `[unbounded]` without one.
+pub(crate) fn interval_brackets(i: Option<(f64, f64)>) -> String {
+    i.map_or("[unbounded]".into(), |(lo, hi)| {
+        format!("[{lo:+.1}, {hi:+.1}]")
+    })
+}
+
 /// `+12.3%` for a ratio of 1.123.
 pub(crate) fn pct(r: f64) -> String {
     format!("{:+.1}%", (r - 1.0) * 100.0)

@@ -35,7 +35,7 @@ pub fn pools(r: &Report) -> Vec<u64> {
         .plan
         .contenders
         .iter()
-        .map(|c| c.buffer_pool_mb.unwrap_or(r.plan.config.buffer_pool_mb))
+        .map(|c| r.plan.buffer_pool_mb_of(c))
         .collect();
     p.sort_unstable();
     p.dedup();
@@ -58,7 +58,7 @@ pub fn lines(r: &Report) -> Vec<Line> {
             if r.plan.baseline_for(c).name == c.name || r.plan.is_control(&c.name) {
                 continue;
             }
-            let pool_mb = c.buffer_pool_mb.unwrap_or(r.plan.config.buffer_pool_mb);
+            let pool_mb = r.plan.buffer_pool_mb_of(c);
             let suffix = format!("@bp{pool_mb}");
             let variant = c.name.strip_suffix(&suffix).unwrap_or(&c.name).to_string();
             let points = r
@@ -71,12 +71,10 @@ pub fn lines(r: &Report) -> Vec<Line> {
                         x.contender == c.name && x.workload == w.name() && x.threads == t
                     })?;
                     let k = cell.tps_vs_baseline.as_ref()?;
-                    let (lo, hi) = k.shown_interval();
                     Some(Point {
                         threads: t,
                         gain_pct: (k.ratio - 1.0) * 100.0,
-                        interval_pct: (lo.is_finite() && hi.is_finite())
-                            .then_some(((lo - 1.0) * 100.0, (hi - 1.0) * 100.0)),
+                        interval_pct: super::interval_pct(k),
                         verdict: k.verdict,
                         p95_pct: cell
                             .p95_vs_baseline
@@ -129,9 +127,7 @@ pub fn table(r: &Report) -> Option<Table> {
                     .iter()
                     .find(|p| p.threads == *t)
                     .map_or("-".into(), |p| {
-                        let ci = p.interval_pct.map_or("[unbounded]".into(), |(lo, hi)| {
-                            format!("[{lo:+.1}, {hi:+.1}]")
-                        });
+                        let ci = super::interval_brackets(p.interval_pct);
                         let p95 = p
                             .p95_pct
                             .map_or(String::new(), |x| format!("; p95 {x:+.1}%"));
