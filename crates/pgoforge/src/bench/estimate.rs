@@ -21,19 +21,43 @@ const START_S: f64 = 3.3;
 const PREWARM_S: f64 = 5.0;
 const PER_START_S: f64 = START_S + PREWARM_S;
 
+/// Steps the thread probe takes per workload on average (most settle at the first count; a
+/// fast point select takes a second).
+const PROBE_STEPS: f64 = 1.5;
+
 /// The benchmark's expected wall time with `servers` contenders (the A/A control counted), for
-/// its planned rounds.
+/// its planned rounds, the thread probe included.
 pub fn wall_time(spec: &BenchSpec, servers: usize) -> Duration {
-    let cells = (spec.workloads.len() * spec.threads.len()) as f64;
-    let servers = servers as f64;
+    let cells = spec.cells().len() as f64;
     let rounds = f64::from(spec.rounds);
     let per_run = (spec.warmup_seconds + spec.seconds) as f64 + PER_RUN_S;
-    Duration::from_secs_f64(rounds * servers * (cells * per_run + PER_START_S))
+    Duration::from_secs_f64(
+        rounds * servers as f64 * (cells * per_run + PER_START_S) + probe_s(spec, servers),
+    )
+}
+
+/// The thread probe before round 1 ([`super::saturate`]): every server but the A/A control
+/// started once, each workload measured for a short run per step.
+fn probe_s(spec: &BenchSpec, servers: usize) -> f64 {
+    use super::saturate::{PROBE_SECONDS, PROBE_WARMUP_SECONDS};
+    if !spec.saturate || spec.threads_per_workload() {
+        return 0.0;
+    }
+    let probed = servers.saturating_sub(1).max(1) as f64;
+    let workloads = spec
+        .workloads
+        .iter()
+        .filter(|w| **w != oltp::settings::TestName::Replay)
+        .count() as f64;
+    let run = (spec.warmup_seconds.min(PROBE_WARMUP_SECONDS) + spec.seconds.min(PROBE_SECONDS))
+        as f64
+        + PER_RUN_S;
+    probed * (workloads * PROBE_STEPS * run + PER_START_S)
 }
 
 /// "48 runs (4 servers × 1 cell × 12 rounds) of 20 s after 5 s of warm-up: about 22 min".
 pub fn sentence(spec: &BenchSpec, servers: usize) -> String {
-    let cells = spec.workloads.len() * spec.threads.len();
+    let cells = spec.cells().len();
     format!(
         "{} runs ({servers} servers × {cells} cell{} × {} rounds) of {} s after {} s of warm-up: \
          about {}",
@@ -54,7 +78,22 @@ mod tests {
         let mut s = BenchSpec::standard();
         s.workloads.truncate(workloads);
         s.rounds = rounds;
+        // The fitted runs had their threads given.
+        s.saturate = false;
         s
+    }
+
+    #[test]
+    fn the_thread_probe_adds_a_short_run_per_workload_and_probed_server() {
+        let given = spec(5, 8);
+        let mut auto = given.clone();
+        auto.saturate = true;
+        // 4 servers, one the A/A control: 3 probed × (5 workloads × 1.5 steps × 4.6 s + 8.3 s).
+        let extra = wall_time(&auto, 4).as_secs_f64() - wall_time(&given, 4).as_secs_f64();
+        assert!(
+            (extra - 3.0 * (5.0 * 1.5 * 4.6 + 8.3)).abs() < 1e-6,
+            "{extra}"
+        );
     }
 
     #[test]

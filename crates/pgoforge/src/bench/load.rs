@@ -150,9 +150,27 @@ pub struct Load {
     pub client_vcpus: Option<u32>,
 }
 
+/// A side counts as saturated from this busy share of its vCPUs.
+pub const SATURATED: f64 = 0.95;
+
 impl Load {
     pub fn disturbed(&self) -> bool {
         self.other_share > BUSY_SHARE
+    }
+
+    /// How busy the server's vCPUs were: its CPU seconds per second over its vCPUs (absent
+    /// before the split was recorded).
+    pub fn server_share(&self) -> Option<f64> {
+        let (u, s, w) = (self.server_user_s?, self.server_sys_s?, self.wall_s?);
+        let n = self.server_vcpus.filter(|n| *n > 0)?;
+        (w > 0.0).then(|| (u + s) / w / n as f64)
+    }
+
+    /// The same for the client's vCPUs (absent for a client on another host).
+    pub fn client_share(&self) -> Option<f64> {
+        let w = self.wall_s.filter(|w| *w > 0.0)?;
+        let n = self.client_vcpus.filter(|n| *n > 0)?;
+        Some(self.client_cpu_s / w / n as f64)
     }
 }
 

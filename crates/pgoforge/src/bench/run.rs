@@ -13,14 +13,14 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use oltp::settings::TestName;
-use oltp::RunResult;
 
 use super::client::Client;
-use super::load::{wait_until_quiet, Guard, Load, Meter};
+use super::load::{wait_until_quiet, Guard};
+use super::measure::{measure_for, start_contender};
 use super::order::round_order;
-use super::plan::{BenchPlan, Contender};
+use super::plan::BenchPlan;
 use super::run_dir::{
-    by_round, drop_torn_tail, open_run_dir, read_plan, read_records, results_path, Record,
+    self, by_round, drop_torn_tail, open_run_dir, read_plan, read_records, results_path, Record,
 };
 use crate::infra::exit::Refuse;
 use crate::server::{cpu, template, ServerSpec};
@@ -48,15 +48,34 @@ pub fn benchmark(
     log: &dyn Fn(&str),
     tick: &dyn Fn(u64, u64),
 ) -> Result<()> {
-    check_contenders(plan).refused()?;
-    // Sliced only where every server fits in memory at once (bench/design.rs).
-    let earlier = resume.then(|| read_plan(dir)).flatten();
-    let (plan, why) = super::design::as_run(plan, earlier.as_ref(), super::design::available_mb());
-    if let Some(why) = why {
-        log(&why);
-    }
+    let plan = as_run(plan, dir, resume, log)?;
+    let (server_cpus, client_cpus) = pinned_cpus(&plan);
+    // A client on another host is reached (and refused, if it cannot be) before any server.
+    let client = Client::open(&plan.spec, log)?;
+    let base_spec = client.server_spec(ServerSpec {
+        config: plan.config.clone(),
+        cpus: server_cpus,
+        ..ServerSpec::new(&plan.contenders[0].binary)
+    });
+    log("preparing the dataset template");
+    let tpl = template::ensure(work_dir, &base_spec, &plan.spec.datasets())?;
+    let (plan, probe) = choose_threads(
+        plan.clone(),
+        &super::saturate::Env {
+            plan: &plan,
+            tpl: &tpl,
+            base_spec: &base_spec,
+            dir,
+            client_cpus: &client_cpus,
+            client: &client,
+            log,
+        },
+    )?;
     let plan = &plan;
     open_run_dir(plan, dir, resume)?;
+    if let Some(p) = probe {
+        crate::infra::fs::write_json(&super::saturate::Saturation::path(dir), &p)?;
+    }
     let done = recorded_cells(dir)?;
     if done.is_empty() {
         adopt_noise_floor(work_dir, dir, log)?;
@@ -66,20 +85,6 @@ pub fn benchmark(
     let mut total = per_round * plan.spec.rounds.max(rounds_recorded) as u64;
     let mut measured = done.len() as u64;
     tick(measured, total);
-    let (server_cpus, client_cpus) = pinned_cpus(plan);
-    // A client on another host is reached (and refused, if it cannot be) before any server.
-    let client = Client::open(&plan.spec, log)?;
-    let base_spec = client.server_spec(ServerSpec {
-        config: plan.config.clone(),
-        cpus: server_cpus,
-        ..ServerSpec::new(&plan.contenders[0].binary)
-    });
-    if done.is_empty() {
-        let servers = plan.contenders.len();
-        log(&super::estimate::sentence(&plan.spec, servers));
-    }
-    log("preparing the dataset template");
-    let tpl = template::ensure(work_dir, &base_spec, &plan.spec.datasets())?;
     let mut out = OpenOptions::new()
         .create(true)
         .append(true)
@@ -147,6 +152,47 @@ pub fn benchmark(
     Ok(())
 }
 
+/// The plan as this invocation runs it: a resumed benchmark keeps the thread counts its first
+/// invocation chose, and is sliced only where every server fits in memory at once
+/// (bench/design.rs). A directory holding another benchmark is refused here, before the
+/// template and the probe; a new benchmark's estimate is logged.
+fn as_run(plan: &BenchPlan, dir: &Path, resume: bool, log: &dyn Fn(&str)) -> Result<BenchPlan> {
+    check_contenders(plan).refused()?;
+    let earlier = resume.then(|| read_plan(dir)).flatten();
+    let plan = super::saturate::adopt(plan, earlier.as_ref());
+    let (plan, why) = super::design::as_run(&plan, earlier.as_ref(), super::design::available_mb());
+    if let Some(why) = why {
+        log(&why);
+    }
+    if !resume && run_dir::plan_path(dir).exists() {
+        open_run_dir(&plan, dir, resume)?;
+    }
+    if recorded_cells(dir)?.is_empty() {
+        log(&super::estimate::sentence(
+            &plan.spec,
+            plan.contenders.len(),
+        ));
+    }
+    Ok(plan)
+}
+
+/// The plan with its client threads chosen per workload, when it asks for that and has none yet
+/// (a resumed benchmark has them), and the probe that chose them.
+fn choose_threads(
+    plan: BenchPlan,
+    env: &super::saturate::Env,
+) -> Result<(BenchPlan, Option<super::saturate::Saturation>)> {
+    if !plan.spec.saturate || plan.spec.threads_per_workload() {
+        return Ok((plan, None));
+    }
+    (env.log)("choosing the client threads per workload (probe)");
+    fs::create_dir_all(env.dir).with_context(|| format!("creating {}", env.dir.display()))?;
+    let probe = super::saturate::run(env)?;
+    let mut plan = plan;
+    plan.spec.chosen_threads = probe.chosen();
+    Ok((plan, Some(probe)))
+}
+
 /// The cells already in the run directory's results (a torn last line dropped first): what a
 /// resumed benchmark does not measure again.
 fn recorded_cells(dir: &Path) -> Result<HashSet<(u32, String, TestName, u32)>> {
@@ -159,7 +205,7 @@ fn recorded_cells(dir: &Path) -> Result<HashSet<(u32, String, TestName, u32)>> {
 
 /// Measured runs in one round: every contender on every workload at every thread count.
 fn runs_per_round(plan: &BenchPlan) -> u64 {
-    plan.contenders.len() as u64 * plan.spec.workloads.len() as u64 * plan.spec.threads.len() as u64
+    plan.contenders.len() as u64 * plan.spec.cells().len() as u64
 }
 
 /// The server's and the client's CPUs when the plan pins them (and the machine can be split).
@@ -192,13 +238,11 @@ fn round_recorded(
     done: &HashSet<(u32, String, TestName, u32)>,
     round: u32,
 ) -> bool {
+    let cells = plan.spec.cells();
     plan.contenders.iter().all(|c| {
-        plan.spec.workloads.iter().all(|&w| {
-            plan.spec
-                .threads
-                .iter()
-                .all(|&t| done.contains(&(round, c.name.clone(), w, t)))
-        })
+        cells
+            .iter()
+            .all(|&(w, t)| done.contains(&(round, c.name.clone(), w, t)))
     })
 }
 
@@ -258,9 +302,8 @@ fn plain_round(
         let c = &plan.contenders[ci];
         let cells: Vec<(TestName, u32)> = plan
             .spec
-            .workloads
-            .iter()
-            .flat_map(|&w| plan.spec.threads.iter().map(move |&t| (w, t)))
+            .cells()
+            .into_iter()
             .filter(|(w, t)| !done.contains(&(round, c.name.clone(), *w, *t)))
             .collect();
         if cells.is_empty() {
@@ -270,7 +313,17 @@ fn plain_round(
         client.admit(&srv)?;
         let rtt_us = client.round_trip_us(&client.conn(&srv))?;
         for (w, t) in cells {
-            let (r, load) = measure(plan, c, &srv, w, t, client_cpus, client)?;
+            let (r, load) = measure_for(
+                plan,
+                c,
+                &srv,
+                w,
+                t,
+                client_cpus,
+                client,
+                plan.spec.warmup_seconds,
+                plan.spec.seconds,
+            )?;
             if let Some(l) = load.as_ref().filter(|l| l.disturbed()) {
                 log(&format!(
                     "round {round}: {} {w} {t} thr was disturbed: other processes used {:.0}% of the CPU",
@@ -324,14 +377,12 @@ fn tps_series(plan: &BenchPlan, records: &[Record]) -> Vec<super::adaptive::Seri
         if base.name == c.name {
             continue;
         }
-        for &w in &plan.spec.workloads {
-            for &t in &plan.spec.threads {
-                out.push(super::adaptive::Series {
-                    label: format!("{} {w} {t} thr", c.name),
-                    baseline: tps(&base.name, w, t),
-                    contender: tps(&c.name, w, t),
-                });
-            }
+        for (w, t) in plan.spec.cells() {
+            out.push(super::adaptive::Series {
+                label: format!("{} {w} {t} thr", c.name),
+                baseline: tps(&base.name, w, t),
+                contender: tps(&c.name, w, t),
+            });
         }
     }
     out
@@ -420,55 +471,6 @@ fn check_host_noise(
     .into())
 }
 
-/// Starts `c`'s server for `round` on a fresh copy of the template, in its own instance directory
-/// under the run directory (returned, to be removed after), its buffer pool holding the whole
-/// dataset before any cell ([`crate::server::prewarm`]: a cold pool made the round's first
-/// cell of a workload climb through its slices).
-fn start_contender(
-    c: &Contender,
-    base_spec: ServerSpec,
-    tpl: &Path,
-    dir: &Path,
-    round: u32,
-    log: &dyn Fn(&str),
-) -> Result<(crate::server::Server, std::path::PathBuf)> {
-    let mut spec = ServerSpec {
-        binary: c.binary.clone(),
-        ..base_spec
-    };
-    if let Some(mb) = c.buffer_pool_mb {
-        spec.config.buffer_pool_mb = mb;
-    }
-    let inst = dir.join("instances").join(format!("r{round}-{}", c.name));
-    let _ = fs::remove_dir_all(&inst);
-    let srv =
-        template::start_copy(tpl, &spec, &inst).with_context(|| format!("starting {}", c.name))?;
-    let warm = srv
-        .prewarm()
-        .with_context(|| format!("reading the dataset into {}'s buffer pool", c.name))?;
-    match warm {
-        // What it costs, once: every round does the same.
-        Ok(w) if round == 1 => log(&format!(
-            "round 1: {}'s buffer pool prewarmed: {} tables ({} index scans), {} pages read from \
-             disk, {:.1} s",
-            c.name, w.tables, w.scans, w.disk_reads, w.seconds
-        )),
-        Ok(_) => {}
-        Err(crate::server::prewarm::Skipped::TooLarge {
-            data_bytes,
-            pool_bytes,
-        }) => log(&format!(
-            "round {round}: {} starts cold: its dataset ({} MiB) does not fit in {}% of the buffer \
-             pool ({} MiB; --buffer-pool-mb)",
-            c.name,
-            data_bytes >> 20,
-            crate::server::prewarm::MAX_POOL_SHARE_PCT,
-            pool_bytes >> 20
-        )),
-    }
-    Ok((srv, inst))
-}
-
 /// One round of the sliced design: every contender's server started at once (each on its own copy
 /// of the template), and for each cell, after a warm-up of each, the client alternates between
 /// them every `slice` seconds (the order rotating slice by slice) until each has run the cell's
@@ -497,9 +499,8 @@ fn sliced_round(
     } = *rounds;
     let cells: Vec<(TestName, u32)> = plan
         .spec
-        .workloads
-        .iter()
-        .flat_map(|&w| plan.spec.threads.iter().map(move |&t| (w, t)))
+        .cells()
+        .into_iter()
         .filter(|(w, t)| {
             plan.contenders
                 .iter()
@@ -604,79 +605,4 @@ fn check_sliced_noise(recs: &[Record], guard: Guard, log: &dyn Fn(&str)) -> Resu
     let steal = (!steals.is_empty()).then(|| super::stats::mean(&steals));
     check_host_noise(super::stats::median(&cvs), steal, guard, true, log)?;
     Ok(true)
-}
-
-/// One measured run of workload `w` at `t` client threads against a started server, after its
-/// warm-up, with the machine's load while it ran.
-fn measure(
-    plan: &BenchPlan,
-    c: &Contender,
-    srv: &crate::server::Server,
-    w: TestName,
-    t: u32,
-    client_cpus: &[usize],
-    client: &Client,
-) -> Result<(RunResult, Option<Load>)> {
-    measure_for(
-        plan,
-        c,
-        srv,
-        w,
-        t,
-        client_cpus,
-        client,
-        plan.spec.warmup_seconds,
-        plan.spec.seconds,
-    )
-}
-
-/// A warm-up of `warmup` seconds, then `seconds` measured (none: the warm-up alone).
-#[allow(clippy::too_many_arguments)]
-fn measure_for(
-    plan: &BenchPlan,
-    c: &Contender,
-    srv: &crate::server::Server,
-    w: TestName,
-    t: u32,
-    client_cpus: &[usize],
-    client: &Client,
-    warmup: u64,
-    seconds: u64,
-) -> Result<(RunResult, Option<Load>)> {
-    let mut s = plan.spec.run_settings(w);
-    s.conn = client.conn(srv);
-    s.threads = t;
-    s.client_cpus = client_cpus.to_vec();
-    s.rand.seed = 0;
-    s.report_interval_s = 1;
-    s.ignore_errors = oltp::settings::IgnoreErrors::survivable();
-    if warmup > 0 {
-        s.time_s = warmup;
-        let r = client
-            .run(&s)
-            .map_err(|e| anyhow::anyhow!("warm-up of {} {w}: {e:#}", c.name))?;
-        if seconds == 0 {
-            return Ok((r, None));
-        }
-    }
-    s.time_s = seconds;
-    let meter = Meter::start(srv.state.pid);
-    let r = client
-        .run(&s)
-        .map_err(|e| anyhow::anyhow!("{} {w} {t} threads: {e:#}", c.name))?;
-    // Which vCPUs each side had, for how busy it was: pinned apart, the client's set and the
-    // rest; otherwise the whole machine each. A client on another host is not read here.
-    let all = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-    let pinned = client_cpus.len() as u32;
-    let local = matches!(client, Client::Local { .. });
-    let load = meter.and_then(|m| m.stop()).map(|l| Load {
-        server_vcpus: Some(if pinned > 0 {
-            all.saturating_sub(pinned).max(1)
-        } else {
-            all
-        }),
-        client_vcpus: local.then_some(if pinned > 0 { pinned } else { all }),
-        ..l
-    });
-    Ok((r, load))
 }

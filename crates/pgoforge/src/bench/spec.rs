@@ -54,9 +54,62 @@ pub struct BenchSpec {
     /// then TCP). Absent: this host, as plans always had it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_host: Option<super::remote::ClientHost>,
+    /// Client threads chosen per workload before the first round (`--threads auto`, the
+    /// default): a probe climbs from `threads` until the server is saturated and the cell runs
+    /// below half of what its connections can send at the round trip ([`super::saturate`]).
+    /// Absent (false) from plans with the counts given, and from every plan made before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub saturate: bool,
+    /// What the probe chose: each workload listed here runs at its count instead of `threads`.
+    /// Written into the run directory's plan when the probe has run, so a resume and the
+    /// report see the cells that ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chosen_threads: Vec<ChosenThreads>,
+}
+
+/// One workload's client threads, as the saturation probe chose them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChosenThreads {
+    pub workload: TestName,
+    pub threads: u32,
 }
 
 impl BenchSpec {
+    /// The thread counts `w` runs at: the probe's choice, else `threads`.
+    pub fn threads_of(&self, w: TestName) -> Vec<u32> {
+        match self.chosen_threads.iter().find(|c| c.workload == w) {
+            Some(c) => vec![c.threads],
+            None => self.threads.clone(),
+        }
+    }
+
+    /// Every cell (workload, client threads) in the plan's order: workload by workload, each at
+    /// its thread counts.
+    pub fn cells(&self) -> Vec<(TestName, u32)> {
+        self.workloads
+            .iter()
+            .flat_map(|&w| self.threads_of(w).into_iter().map(move |t| (w, t)))
+            .collect()
+    }
+
+    /// Every thread count some cell runs at, in the order first met (the plan's `threads` when
+    /// nothing was chosen per workload).
+    pub fn thread_counts(&self) -> Vec<u32> {
+        let mut out: Vec<u32> = Vec::new();
+        for (_, t) in self.cells() {
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        }
+        out
+    }
+
+    /// Whether the thread counts differ by workload (the probe chose them), so a summary over
+    /// workloads cannot be told per thread count.
+    pub fn threads_per_workload(&self) -> bool {
+        !self.chosen_threads.is_empty()
+    }
+
     /// What the benchmark's template holds ([`template::datasets`]).
     pub fn datasets(&self) -> Vec<Settings> {
         template::datasets(
@@ -103,6 +156,10 @@ impl BenchSpec {
             slice_seconds: Some(DEFAULT_SLICE_SECONDS),
             transport: super::network::Transport::Socket,
             client_host: None,
+            // The threads are chosen per workload and host (bench/saturate.rs), starting at 4:
+            // on one Intel host 4 connections could not keep the server busy on point_select.
+            saturate: true,
+            chosen_threads: Vec::new(),
         }
     }
 
@@ -123,6 +180,8 @@ impl BenchSpec {
             threads: vec![1, 4, 16, 64],
             seconds: 5,
             warmup_seconds: 2,
+            // The matrix's counts are its axis, not chosen.
+            saturate: false,
             ..BenchSpec::standard()
         }
     }
@@ -145,7 +204,7 @@ impl BenchSpec {
     /// every workload and thread count): 6 for one comparison, 8 for 6, 9 for 9 — then up to whole
     /// blocks of `scheme` (12 for 3 contenders in a Williams design, whose blocks are 6 rounds).
     pub fn with_rounds_for(mut self, contenders: usize, scheme: OrderScheme) -> BenchSpec {
-        let comparisons = contenders.saturating_sub(1) * self.workloads.len() * self.threads.len();
+        let comparisons = contenders.saturating_sub(1) * self.cells().len();
         let needed = self
             .rounds
             .max(crate::bench::stats::rounds_needed(comparisons) as u32);

@@ -205,9 +205,11 @@ pub struct BenchSpecArgs {
     /// the first four]; tpcc runs sysbench-tpcc on one warehouse beside the OLTP tables.
     #[arg(long, value_delimiter = ',', value_parser = parse_bench_workload)]
     pub workloads: Vec<TestName>,
-    /// Benchmark client threads, comma-separated [4].
-    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub threads: Vec<u32>,
+    /// Benchmark client threads, comma-separated, or auto: chosen per workload before the first
+    /// round, climbing from 4 until the server's vCPU is saturated and the cell runs below half of
+    /// what its connections can send at the measured round trip [auto; --matrix 1,4,16,64].
+    #[arg(long, value_delimiter = ',', value_name = "N,...|auto", value_parser = parse_threads)]
+    pub threads: Vec<Threads>,
     /// Benchmark rounds; every variant runs once per round, orders balanced across rounds [as many
     /// as the exact paired test needs over the run's comparisons, at least 6: 8 for 2 variants × 3
     /// workloads, 9 for 3 × 3].
@@ -282,7 +284,48 @@ pub struct BenchSpecArgs {
     pub replay_datadir: Option<std::path::PathBuf>,
 }
 
+/// One value of `--threads`: a count, or `auto`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Threads {
+    Count(u32),
+    Auto,
+}
+
+fn parse_threads(s: &str) -> Result<Threads, String> {
+    if s == "auto" {
+        return Ok(Threads::Auto);
+    }
+    match s.parse::<u32>() {
+        Ok(n) if (1..=4096).contains(&n) => Ok(Threads::Count(n)),
+        _ => Err(format!(
+            "'{s}': a client thread count from 1 to 4096, or auto (chosen per workload)"
+        )),
+    }
+}
+
 impl BenchSpecArgs {
+    /// The thread counts given, if any (`auto`, or nothing: none).
+    fn counts(&self) -> Option<Vec<u32>> {
+        let c: Vec<u32> = self
+            .threads
+            .iter()
+            .filter_map(|t| match t {
+                Threads::Count(n) => Some(*n),
+                Threads::Auto => None,
+            })
+            .collect();
+        (!c.is_empty()).then_some(c)
+    }
+
+    /// `auto` is a value of its own: mixed with counts, a usage error.
+    fn check_threads(&self) {
+        if self.threads.contains(&Threads::Auto) && self.threads.len() > 1 {
+            super::usage_error(
+                "--threads auto chooses one count per workload: give auto alone, or the counts",
+            );
+        }
+    }
+
     /// Whether --rounds was given (otherwise the rounds follow the comparisons).
     pub fn rounds_given(&self) -> bool {
         self.rounds.is_some()
@@ -298,17 +341,22 @@ impl BenchSpecArgs {
 
     /// The given values over the defaults `d`.
     pub fn spec_over(&self, d: BenchSpec) -> BenchSpec {
+        self.check_threads();
         BenchSpec {
             workloads: if self.workloads.is_empty() {
                 d.workloads
             } else {
                 self.workloads.clone()
             },
-            threads: if self.threads.is_empty() {
-                d.threads
-            } else {
-                self.threads.clone()
+            threads: match self.counts() {
+                Some(c) => c,
+                None => d.threads.clone(),
             },
+            saturate: match self.counts() {
+                Some(_) => false,
+                None => d.saturate || !self.threads.is_empty(),
+            },
+            chosen_threads: Vec::new(),
             rounds: self.rounds.unwrap_or(d.rounds),
             seconds: self.time.unwrap_or(d.seconds),
             warmup_seconds: self.warmup.unwrap_or(d.warmup_seconds),

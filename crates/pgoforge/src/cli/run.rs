@@ -435,9 +435,8 @@ pub fn main(a: RunArgs) -> Result<i32> {
 fn planned_power(plan: &RunPlan) -> String {
     use pgoforge::bench::{calibrate, environment::Host, stats};
     let req = &plan.request;
-    let comparisons = (plan.contenders.len().saturating_sub(1) + req.outside_count())
-        * req.bench.workloads.len()
-        * req.bench.threads.len();
+    let comparisons =
+        (plan.contenders.len().saturating_sub(1) + req.outside_count()) * req.bench.cells().len();
     let floor = calibrate::read(&calibrate::path(&req.work_dir))
         .ok()
         .flatten()

@@ -133,6 +133,9 @@ pub fn tiny_bench(work: &Path, run: &Path, workloads: &str) -> Vec<String> {
         "--tables=1".into(),
         "--table-size=100".into(),
         "--buffer-pool-mb=64".into(),
+        // Threads chosen per workload (the default) have their own test; these tests are about
+        // other things, at 4 threads.
+        "--threads=4".into(),
         // The A/A control is the default; these tests are about other things.
         "--no-aa".into(),
         format!("--work-dir={}", work.display()),

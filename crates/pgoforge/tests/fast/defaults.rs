@@ -191,9 +191,16 @@ fn the_plan_estimates_the_benchmark_and_its_flags_move_the_estimate() {
     for s in shorter {
         assert!(s < default, "{s} against {default}");
     }
-    // Twice the rounds, twice the time (the default already needs 12 for its comparisons).
+    // Twice the rounds, nearly twice the time (the default already needs 12 for its
+    // comparisons; the thread probe before round 1, about 2 min, is counted once).
     let r24 = est(&["--rounds", "24"]);
-    assert!((r24 as f64 / default as f64 - 2.0).abs() < 0.01, "{r24}");
+    let ratio = r24 as f64 / default as f64;
+    assert!((1.95..2.0).contains(&ratio), "{r24} against {default}");
+    let given = est(&["--threads", "4"]);
+    assert!(
+        (60..240).contains(&(default - given)),
+        "the probe's share: {default} against {given} with the threads given"
+    );
 }
 
 /// `--rounds` that can never be significant over the run's comparisons is refused by the plan,
@@ -348,4 +355,46 @@ fn a_work_dir_of_another_compilers_builds_is_named_with_the_flag_that_continues_
         earlier.contains("earlier builds are gcc-12's: --compiler gcc continues them"),
         "{earlier}"
     );
+}
+
+/// The benchmark's client threads are chosen per workload by default (and by `--threads auto`,
+/// `--quick` too); counts given are used as given (the matrix's are its axis); `auto` mixed with
+/// counts is a usage error (exit 2) naming both forms.
+#[test]
+fn client_threads_are_chosen_per_workload_unless_given() {
+    let bench = |extra: &[&str]| plan(extra)["request"]["bench"].clone();
+    for args in [&[][..], &["--threads", "auto"], &["--quick"]] {
+        let b = bench(args);
+        assert_eq!(b["saturate"], true, "{args:?}: {b}");
+        assert_eq!(
+            b["threads"],
+            serde_json::json!([4]),
+            "the probe starts at 4"
+        );
+    }
+    let b = bench(&["--threads", "4,16"]);
+    assert!(b.get("saturate").is_none(), "{b}");
+    assert_eq!(b["threads"], serde_json::json!([4, 16]));
+    assert!(bench(&["--matrix"]).get("saturate").is_none());
+    let w = tempfile::tempdir().expect("a temporary directory");
+    let out = Command::new(env!("CARGO_BIN_EXE_pgoforge"))
+        .args(["run", "--plan", "--threads", "auto,4", "--work-dir"])
+        .arg(w.path())
+        .output()
+        .expect("pgoforge runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "--threads auto chooses one count per workload: give auto alone, or the counts"
+        ),
+        "{err}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_pgoforge"))
+        .args(["run", "--plan", "--threads", "many", "--work-dir"])
+        .arg(w.path())
+        .output()
+        .expect("pgoforge runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("or auto (chosen per workload)"));
 }

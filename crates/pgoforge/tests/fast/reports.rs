@@ -277,3 +277,137 @@ fn a_sweep_reports_the_gain_by_threads_for_each_buffer_pool() {
         "the sweep's chart"
     );
 }
+
+/// Threads chosen per workload (`--threads auto`): the report shows what the probe measured and
+/// why, runs each workload's cells at its own count, and a cell that measured the round trip —
+/// a rate at half its connections' bound or more while the server idled — is named and left out
+/// of the decision. Built from the CPU-level run's records (which carry the servers' vCPU shares
+/// and round trips): pgo+lto's read_write made slower, its server 60 % busy and its round trip
+/// 120 µs, would disqualify the winner if it were used.
+#[test]
+fn threads_chosen_per_workload_and_a_link_bound_cell_kept_out_of_the_verdict() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results");
+    let from = root.join("mariadb-10.11-cpu-level");
+    let mut plan: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(from.join("plan.json")).unwrap()).unwrap();
+    let keep = ["baseline", "pgo+lto"];
+    plan["contenders"] = serde_json::Value::Array(
+        plan["contenders"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| keep.contains(&c["name"].as_str().unwrap()))
+            .cloned()
+            .collect(),
+    );
+    plan["aa_control"] = serde_json::Value::Null;
+    plan["reference_only"] = serde_json::json!([]);
+    plan["saturate"] = true.into();
+    plan["chosen_threads"] = serde_json::json!([
+        {"workload": "oltp_point_select", "threads": 8},
+        {"workload": "oltp_read_only", "threads": 4},
+        {"workload": "oltp_read_write", "threads": 4}
+    ]);
+    let mut lines = Vec::new();
+    for l in fs::read_to_string(from.join("results.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        let mut r: serde_json::Value = serde_json::from_str(l).unwrap();
+        let name = r["contender"].as_str().unwrap().to_string();
+        if !keep.contains(&name.as_str()) {
+            continue;
+        }
+        if r["workload"] == "oltp_point_select" {
+            r["threads"] = 8.into();
+        }
+        if name == "pgo+lto" && r["workload"] == "oltp_read_write" {
+            let tx = r["result"]["transactions"].as_f64().unwrap();
+            r["result"]["transactions"] = ((tx / 2.0) as u64).into();
+            let q = r["result"]["queries"]["total"].as_f64().unwrap();
+            r["result"]["queries"]["total"] = ((q / 2.0) as u64).into();
+            let wall = r["load"]["wall_s"].as_f64().unwrap();
+            r["load"]["server_user_s"] = (wall * 0.3).into();
+            r["load"]["server_sys_s"] = (wall * 0.3).into();
+            r["rtt_us"] = 120.0.into();
+        }
+        lines.push(r.to_string());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("plan.json"), plan.to_string()).unwrap();
+    fs::write(dir.path().join("results.jsonl"), lines.join("\n") + "\n").unwrap();
+    let probe = |name: &str, tps: f64, rtt: f64, busy: f64| serde_json::json!({"contender": name, "tps": tps, "qps": tps, "rtt_us": rtt, "server_share": busy, "client_share": 0.5});
+    let saturation = serde_json::json!({
+        "choices": [
+            {"workload": "oltp_point_select", "threads": 8, "why": "saturated", "steps": [
+                {"threads": 4, "probes": [probe("baseline", 50000.0, 40.0, 0.99), probe("pgo+lto", 72000.0, 38.0, 0.99)]},
+                {"threads": 8, "probes": [probe("baseline", 51000.0, 40.0, 0.99), probe("pgo+lto", 73000.0, 38.0, 0.99)]}
+            ]},
+            {"workload": "oltp_read_only", "threads": 4, "why": "saturated", "steps": [
+                {"threads": 4, "probes": [probe("baseline", 25000.0, 40.0, 0.98), probe("pgo+lto", 40000.0, 38.0, 0.98)]}
+            ]}
+        ],
+        "probed": ["baseline", "pgo+lto"],
+        "seconds": 41.0
+    });
+    fs::write(dir.path().join("saturation.json"), saturation.to_string()).unwrap();
+    let r = report::build(dir.path()).unwrap();
+    // Each workload's cells at its own count.
+    let at = |w: &str| {
+        r.cells
+            .iter()
+            .filter(|c| c.workload == w)
+            .map(|c| c.threads)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(at("oltp_point_select"), [8, 8]);
+    assert_eq!(at("oltp_read_write"), [4, 4]);
+    let rw = r
+        .cells
+        .iter()
+        .find(|c| c.contender == "pgo+lto" && c.workload == "oltp_read_write")
+        .unwrap();
+    let why = rw
+        .link_bound
+        .as_deref()
+        .expect("the read_write cell is link-bound");
+    assert!(
+        why.contains("pgo+lto sent 5")
+            && why.contains("of what 4 connections can at its 120 µs round trip")
+            && why.contains("60% busy"),
+        "{why}"
+    );
+    assert_eq!(
+        rw.tps_vs_baseline.as_ref().unwrap().verdict,
+        pgoforge::bench::stats::Verdict::Slower,
+        "the cell is still shown as measured"
+    );
+    let d = r.decision.as_ref().unwrap();
+    assert_eq!(
+        d.winner.as_deref(),
+        Some("pgo+lto"),
+        "the slower link-bound cell does not disqualify: {}",
+        d.sentence()
+    );
+    assert!(r
+        .cells
+        .iter()
+        .filter(|c| c.workload != "oltp_read_write")
+        .all(|c| c.link_bound.is_none()));
+    let md = export::markdown::Markdown.render(&r).unwrap();
+    assert!(
+        md.contains("Client threads, chosen per workload before round 1 (baseline, pgo+lto probed, 41 s)")
+            && md.contains("oltp_point_select: 8 threads (the server saturated below half the bound) — 4 thr: every server's vCPU ≥ 99% busy, at most 68% of the round-trip bound; 8 thr:")
+            && md.contains("link-bound, not used for the verdict"),
+        "{md}"
+    );
+    assert!(
+        md.contains("pgo+lto, at the threads chosen per workload:"),
+        "one geometric mean over the workloads: {md}"
+    );
+    let text = export::text::Text.render(&r).unwrap();
+    assert!(
+        text.contains("client threads chosen: oltp_read_only: 4 threads"),
+        "{text}"
+    );
+}

@@ -39,6 +39,7 @@ fn plan(rounds: u32) -> BenchPlan {
             warmup_seconds: 1,
             tables: 1,
             table_size: 5000,
+            saturate: false,
             ..BenchSpec::standard()
         },
         config: ServerConfig {
@@ -950,4 +951,95 @@ fn the_client_path_and_its_round_trip_are_measured_and_reported() {
         by.push(line);
     }
     assert_ne!(by[0], by[1]);
+}
+
+/// The default `--threads auto`: before round 1 the probe measures each workload at 4
+/// connections, then 8, 16 … on every distinct binary, and each workload's cells run at the
+/// count it settled on — the run directory records the probe, the plan the counts, every run
+/// its count, and the report says why. Whatever counts this busy test machine yields, each
+/// choice must agree with its own measurements under the rule.
+#[test]
+fn client_threads_are_chosen_per_workload_before_the_first_round() {
+    use pgoforge::bench::saturate::{Saturation, Why, MAX_THREADS};
+    let t = tempfile::tempdir().unwrap();
+    let run = t.path().join("r");
+    // The tiny benchmark with its threads left to the default, runs of 2 s on 2000 rows.
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> =
+            common::tiny_bench(t.path(), &run, "oltp_point_select,oltp_read_only")
+                .into_iter()
+                .filter(|a| a != "--threads=4")
+                .map(|a| match a.as_str() {
+                    "--time=1" => "--time=2".into(),
+                    "--table-size=100" => "--table-size=2000".into(),
+                    _ => a,
+                })
+                .collect();
+        a.push("--allow-busy".into());
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let r = common::pgoforge_with(args(&[]), &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("choosing the client threads per workload"),
+        "{}",
+        r.stderr
+    );
+    let s = Saturation::read(&run).unwrap().expect("saturation.json");
+    assert_eq!(s.probed, ["a"], "b is a's binary again: probed once");
+    assert_eq!(s.choices.len(), 2);
+    let plan: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(run.join("plan.json")).unwrap()).unwrap();
+    let recs = common::records(&run);
+    for c in &s.choices {
+        // Steps double from 4; the choice is one of them.
+        let counts: Vec<u32> = c.steps.iter().map(|s| s.threads).collect();
+        assert_eq!(counts[0], 4, "{c:?}");
+        assert!(counts.windows(2).all(|w| w[1] == 2 * w[0]), "{counts:?}");
+        assert!(counts.contains(&c.threads) && c.threads <= MAX_THREADS);
+        let at = c.steps.iter().find(|s| s.threads == c.threads).unwrap();
+        let p = &at.probes[0];
+        assert!(p.tps > 0.0 && p.qps >= p.tps, "{p:?}");
+        let busy = p.server_share.expect("the server's vCPU share is read");
+        let link = p.link_share(c.threads).expect("the round trip is measured");
+        match &c.why {
+            Why::Saturated => assert!(busy >= 0.95 && link < 0.5, "{c:?}"),
+            Why::NoGain { gain } => {
+                assert!(*gain < 0.03 && link < 0.5, "{c:?}");
+                assert_eq!(counts.last(), Some(&(c.threads * 2)), "{c:?}");
+            }
+            Why::Ceiling => assert_eq!(c.threads, MAX_THREADS),
+        }
+        // The plan carries the count, and every run of the workload ran at it.
+        assert!(
+            plan["chosen_threads"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|x| x["workload"] == c.workload.to_string() && x["threads"] == c.threads),
+            "{plan}"
+        );
+        let runs: Vec<_> = recs
+            .iter()
+            .filter(|r| r["workload"] == c.workload.to_string())
+            .collect();
+        assert_eq!(runs.len(), 2, "a and b, one round");
+        assert!(runs.iter().all(|r| r["threads"] == c.threads), "{runs:?}");
+    }
+    let md = fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(
+        md.contains("Client threads, chosen per workload before round 1 (a probed"),
+        "{md}"
+    );
+    // Resumed, the benchmark keeps its counts: no second probe.
+    let r = common::pgoforge_with(args(&["--resume"]), &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        !r.stderr.contains("choosing the client threads"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(Saturation::read(&run).unwrap().unwrap(), s);
 }

@@ -192,6 +192,7 @@ const SECTIONS: &[fn(&Report) -> Vec<Block>] = &[
     own_noise,
     position_effect,
     network,
+    client_threads,
     noise_floor,
     decision,
     profile_reuse,
@@ -361,6 +362,25 @@ fn network(r: &Report) -> Vec<Block> {
         .collect()
 }
 
+fn client_threads(r: &Report) -> Vec<Block> {
+    let Some(s) = &r.saturation else {
+        return Vec::new();
+    };
+    vec![Block::List(
+        format!(
+            "Client threads, chosen per workload before round 1 ({} probed, {:.0} s): from 4 \
+             connections, doubled until every probed server's vCPU was at least {:.0}% busy and \
+             each sent less than {:.0}% of what its connections can at its round trip (or more \
+             connections gained nothing):",
+            s.probed.join(", "),
+            s.seconds,
+            crate::bench::report::SATURATED * 100.0,
+            crate::bench::network::BOUND_SHARE * 100.0
+        ),
+        s.choices.iter().map(|c| c.sentence()).collect(),
+    )]
+}
+
 fn noise_floor(r: &Report) -> Vec<Block> {
     let Some(cal) = &r.noise_floor else {
         return Vec::new();
@@ -523,7 +543,10 @@ fn geomeans(r: &Report) -> Vec<Block> {
         "Geometric mean of TPS ratios over workloads:".into(),
         r.geomeans
             .iter()
-            .map(|g| format!("{}, {} threads: {}", g.contender, g.threads, pct(g.ratio)))
+            .map(|g| match g.threads {
+                0 => format!("{}, {}: {}", g.contender, g.at(), pct(g.ratio)),
+                t => format!("{}, {t} threads: {}", g.contender, pct(g.ratio)),
+            })
             .collect(),
     )]
 }

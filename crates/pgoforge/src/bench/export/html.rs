@@ -132,10 +132,10 @@ fn bars(r: &Report, title: &str, value: &dyn Fn(&Cell) -> (f64, f64, f64)) -> St
 /// the interval as whiskers, zero dashed.
 fn sweep_charts(r: &Report) -> Option<String> {
     let lines = super::sweep::lines(r);
-    if lines.is_empty() || r.plan.spec.threads.len() < 2 {
+    if lines.is_empty() || r.plan.spec.thread_counts().len() < 2 {
         return None;
     }
-    let threads = &r.plan.spec.threads;
+    let threads = &r.plan.spec.thread_counts();
     let pools = super::sweep::pools(r);
     let mut panels: Vec<(String, String)> = Vec::new();
     for l in &lines {
@@ -243,7 +243,8 @@ fn sweep_charts(r: &Report) -> Option<String> {
 /// Thread scaling: median TPS against thread count, one line per contender and workload.
 fn scaling(r: &Report) -> Option<String> {
     let threads: Vec<u32> = r.plan.spec.threads.clone();
-    if threads.len() < 2 {
+    // Counts chosen per workload are one point per workload, not a scaling curve.
+    if threads.len() < 2 || r.plan.spec.threads_per_workload() {
         return None;
     }
     let max = r

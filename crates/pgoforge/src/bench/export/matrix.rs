@@ -23,7 +23,7 @@ pub fn table(r: &Report) -> Option<Table> {
     }));
     let mut rows = Vec::new();
     for w in &r.plan.spec.workloads {
-        for &t in &r.plan.spec.threads {
+        for t in r.plan.spec.threads_of(*w) {
             let mut row = vec![w.to_string(), t.to_string()];
             for c in &columns {
                 let cell = r

@@ -43,7 +43,9 @@ pub fn pools(r: &Report) -> Vec<u64> {
 }
 
 fn is_sweep(r: &Report) -> bool {
-    r.plan.training.is_empty() && (r.plan.spec.threads.len() >= 2 || pools(r).len() >= 2)
+    r.plan.training.is_empty()
+        && ((r.plan.spec.threads.len() >= 2 && !r.plan.spec.threads_per_workload())
+            || pools(r).len() >= 2)
 }
 
 /// The lines of a sweep (empty when the report is not one): every contender that is not a
@@ -64,9 +66,9 @@ pub fn lines(r: &Report) -> Vec<Line> {
             let points = r
                 .plan
                 .spec
-                .threads
-                .iter()
-                .filter_map(|&t| {
+                .threads_of(*w)
+                .into_iter()
+                .filter_map(|t| {
                     let cell = r.cells.iter().find(|x| {
                         x.contender == c.name && x.workload == w.name() && x.threads == t
                     })?;
@@ -113,7 +115,8 @@ pub fn table(r: &Report) -> Option<Table> {
         "variant".to_string(),
         "buffer pool".to_string(),
     ];
-    header.extend(r.plan.spec.threads.iter().map(|t| format!("{t} thr")));
+    let axis = r.plan.spec.thread_counts();
+    header.extend(axis.iter().map(|t| format!("{t} thr")));
     let rows = lines
         .iter()
         .map(|l| {
@@ -122,7 +125,7 @@ pub fn table(r: &Report) -> Option<Table> {
                 l.variant.clone(),
                 format!("{} MiB", l.pool_mb),
             ];
-            row.extend(r.plan.spec.threads.iter().map(|t| {
+            row.extend(axis.iter().map(|t| {
                 l.points
                     .iter()
                     .find(|p| p.threads == *t)

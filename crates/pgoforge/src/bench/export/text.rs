@@ -10,6 +10,18 @@ use crate::bench::report::Report;
 
 pub struct Text;
 
+/// The client's path to the servers, and the threads chosen per workload over it.
+fn client_path(o: &mut String, r: &Report) {
+    if let Some(n) = &r.network {
+        let _ = writeln!(o, "{}", n.sentence());
+    }
+    if let Some(s) = &r.saturation {
+        for c in &s.choices {
+            let _ = writeln!(o, "client threads chosen: {}", c.sentence());
+        }
+    }
+}
+
 pub fn text(r: &Report) -> String {
     let mut o = String::new();
     if let Some(h) = &r.headline {
@@ -47,9 +59,9 @@ pub fn text(r: &Report) -> String {
     for g in &r.geomeans {
         let _ = writeln!(
             o,
-            "geometric mean over workloads, {} at {} threads: {}",
+            "geometric mean over workloads, {} {}: {}",
             g.contender,
-            g.threads,
+            g.at(),
             pct(g.ratio)
         );
     }
@@ -93,9 +105,7 @@ pub fn text(r: &Report) -> String {
     if let Some(p) = &r.position_effect {
         let _ = writeln!(o, "{}", p.sentence());
     }
-    if let Some(n) = &r.network {
-        let _ = writeln!(o, "{}", n.sentence());
-    }
+    client_path(&mut o, r);
     if let Some(g) = &r.gate {
         for line in g.report_lines() {
             let _ = writeln!(o, "gate (mysql-test-run): {line}");

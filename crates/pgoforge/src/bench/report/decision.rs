@@ -183,7 +183,11 @@ pub(super) fn decide(
         if plan.reference_only.contains(&c.name) || plan.is_control(&c.name) {
             continue;
         }
-        let mine: Vec<&Cell> = cells.iter().filter(|x| x.contender == c.name).collect();
+        // A link-bound cell measured the round trip: it neither qualifies nor disqualifies.
+        let mine: Vec<&Cell> = cells
+            .iter()
+            .filter(|x| x.contender == c.name && x.link_bound.is_none())
+            .collect();
         let faster = mine
             .iter()
             .filter_map(|x| x.tps_vs_baseline.as_ref())
@@ -217,7 +221,10 @@ pub(super) fn decide(
     let runner_up = qualified.get(1).map(|x| x.1.clone());
     let mut versus = Vec::new();
     if let (Some(w), Some(r)) = (&winner, &runner_up) {
-        for c in cells.iter().filter(|c| &c.contender == w) {
+        for c in cells
+            .iter()
+            .filter(|c| &c.contender == w && c.link_bound.is_none())
+        {
             let Some(rc) = cells
                 .iter()
                 .find(|x| &x.contender == r && x.workload == c.workload && x.threads == c.threads)

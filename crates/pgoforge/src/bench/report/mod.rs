@@ -107,6 +107,10 @@ pub struct Report {
     /// --profile-from`; absent when the run trained its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_reuse: Option<reuse::ProfileReuse>,
+    /// How the client threads were chosen per workload before round 1 (`--threads auto`;
+    /// absent when they were given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saturation: Option<crate::bench::saturate::Saturation>,
 }
 
 /// The client's path to the servers, as the runs recorded it.
@@ -226,6 +230,7 @@ pub fn build_with(dir: &Path, baseline: Option<&str>, policy: Policy) -> Result<
         gate: crate::gate::mtr::read_copy(dir)?,
         source_release: crate::source::release::read_copy(dir)?,
         profile_reuse: reuse::read_copy(dir)?,
+        saturation: crate::bench::saturate::Saturation::read(dir)?,
         position_effect: position_effect(&plan, &records, &cells),
         network: network(&records),
         environment,
@@ -305,17 +310,21 @@ fn stored_results(dir: &Path, plan: &BenchPlan) -> Result<Vec<Record>> {
 fn cells_and_geomeans(plan: &BenchPlan, records: &[Record]) -> (Vec<Cell>, Vec<Geomean>) {
     let mut cells = Vec::new();
     let mut ratios: BTreeMap<(String, u32), Vec<f64>> = BTreeMap::new();
-    for w in &plan.spec.workloads {
-        for &t in &plan.spec.threads {
-            for c in &plan.contenders {
-                let Some(cell) = cell(plan, records, &c.name, *w, t) else {
-                    continue;
-                };
-                if let Some(k) = &cell.tps_vs_baseline {
-                    ratios.entry((c.name.clone(), t)).or_default().push(k.ratio);
-                }
-                cells.push(cell);
+    // Threads chosen per workload: one mean over all of a contender's cells (threads 0 there).
+    let per_workload = plan.spec.threads_per_workload();
+    for (w, t) in plan.spec.cells() {
+        for c in &plan.contenders {
+            let Some(cell) = cell(plan, records, &c.name, w, t) else {
+                continue;
+            };
+            if let Some(k) = &cell.tps_vs_baseline {
+                let key = if per_workload { 0 } else { t };
+                ratios
+                    .entry((c.name.clone(), key))
+                    .or_default()
+                    .push(k.ratio);
             }
+            cells.push(cell);
         }
     }
     let geomeans: Vec<Geomean> = ratios
@@ -399,6 +408,7 @@ mod tests {
             server_cpu_ms_per_txn: None,
             server_per_txn: None,
             disturbed: Vec::new(),
+            link_bound: None,
         }
     }
 
@@ -712,6 +722,7 @@ mod tests {
             per_second_cv: None,
             source_release: None,
             profile_reuse: None,
+            saturation: None,
             position_effect: None,
             network: None,
         };

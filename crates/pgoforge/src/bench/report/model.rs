@@ -38,6 +38,11 @@ pub struct Cell {
     /// Runs during which other processes used more than [`BUSY_SHARE`] of the CPU: (round, share).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disturbed: Vec<(u32, f64)>,
+    /// Why the cell measured the round trip rather than the server (this contender or its
+    /// baseline sent half or more of what its connections can at the measured round trip while
+    /// its server's vCPUs were not saturated): the decision does not use it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_bound: Option<String>,
 }
 
 /// The server's CPU and context switches per transaction in a cell, and how busy each side was
@@ -79,8 +84,7 @@ pub enum BoundBy {
     NotServer,
 }
 
-/// A side counts as saturated from this busy share of its vCPUs.
-pub const SATURATED: f64 = 0.95;
+pub use crate::bench::load::SATURATED;
 
 /// Server-bound from [`SATURATED`] of its vCPUs (whatever the client did: the server is what is
 /// measured), else client-bound from the same share of the client's, else waiting.
@@ -166,10 +170,10 @@ fn per_txn(runs: &[&Record]) -> Option<ServerPerTxn> {
         }
         sb.push((u + s) / w);
         cb.push(l.client_cpu_s / w);
-        if let Some(n) = l.server_vcpus.filter(|n| *n > 0) {
-            s_share.push((u + s) / w / n as f64);
-            if let Some(c) = l.client_vcpus.filter(|c| *c > 0) {
-                c_share.push(l.client_cpu_s / w / c as f64);
+        if let Some(share) = l.server_share() {
+            s_share.push(share);
+            if let Some(c) = l.client_share() {
+                c_share.push(c);
             }
         }
     }
@@ -259,18 +263,7 @@ pub(super) fn cell(
             cpu_ms.push(l.server_cpu_s * 1000.0 / r.result.transactions as f64);
         }
     }
-    if !disturbed.is_empty() {
-        warnings.push(format!(
-            "{} run(s) disturbed: other processes used more than {:.0}% of the CPU (rounds {})",
-            disturbed.len(),
-            BUSY_SHARE * 100.0,
-            disturbed
-                .iter()
-                .map(|(r, s)| format!("{r}: {:.0}%", s * 100.0))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
+    warnings.extend(disturbed_warning(&disturbed));
     let server_per_txn = per_txn(&runs);
     let bound = server_per_txn.as_ref().and_then(|p| p.bound.as_ref());
     if let Some(w) = bound.and_then(Bound::warning) {
@@ -310,6 +303,12 @@ pub(super) fn cell(
         let paired = crate::bench::stats::pair_by_round(&b, &v).len();
         (name != base && paired >= 2).then(|| compare(&b, &v, Better::Higher))
     };
+    let link = link_bound(records, name, w, t).or_else(|| {
+        (name != base)
+            .then(|| link_bound(records, base, w, t))
+            .flatten()
+    });
+    warnings.extend(link.clone());
     Some(Cell {
         contender: name.to_string(),
         workload: w.to_string(),
@@ -324,6 +323,58 @@ pub(super) fn cell(
         server_cpu_ms_per_txn: (!cpu_ms.is_empty()).then(|| describe(&cpu_ms)),
         server_per_txn,
         disturbed,
+        link_bound: link,
+    })
+}
+
+/// The warning of a cell some of whose runs other processes disturbed (round, their CPU share).
+fn disturbed_warning(disturbed: &[(u32, f64)]) -> Option<String> {
+    (!disturbed.is_empty()).then(|| {
+        format!(
+            "{} run(s) disturbed: other processes used more than {:.0}% of the CPU (rounds {})",
+            disturbed.len(),
+            BUSY_SHARE * 100.0,
+            disturbed
+                .iter()
+                .map(|(r, s)| format!("{r}: {:.0}%", s * 100.0))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
+}
+
+/// Why `name`'s runs of the cell measured the round trip, if they did: its median rate at or
+/// above [`crate::bench::network::BOUND_SHARE`] of `threads / RTT` while its server's vCPUs were
+/// below [`SATURATED`] (runs that did not record both say nothing here; their warning stays).
+fn link_bound(records: &[Record], name: &str, w: TestName, t: u32) -> Option<String> {
+    let runs: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.contender == name && r.workload == w && r.threads == t)
+        .collect();
+    let median = crate::bench::stats::median;
+    let busy: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| r.load.as_ref()?.server_share())
+        .collect();
+    let rtt: Vec<f64> = runs.iter().filter_map(|r| r.rtt_us).collect();
+    let qps: Vec<f64> = runs
+        .iter()
+        .filter(|r| r.result.total_time_s > 0.0)
+        .map(|r| r.result.queries.total as f64 / r.result.total_time_s)
+        .collect();
+    if busy.is_empty() || rtt.is_empty() || qps.is_empty() {
+        return None;
+    }
+    let (busy, rtt, qps) = (median(&busy), median(&rtt), median(&qps));
+    let share = crate::bench::network::share_of_bound(qps, t, rtt);
+    (share >= crate::bench::network::BOUND_SHARE && busy < SATURATED).then(|| {
+        format!(
+            "link-bound, not used for the verdict: {name} sent {:.0}% of what {t} connections can \
+             at its {rtt:.0} µs round trip while its server's vCPUs were {:.0}% busy — the cell \
+             measured the round trip, not the server (more --threads, or --threads auto, moves it)",
+            share * 100.0,
+            busy * 100.0
+        )
     })
 }
 

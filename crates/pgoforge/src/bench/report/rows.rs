@@ -12,8 +12,19 @@ use crate::bench::stats::Comparison;
 #[serde(from = "(String, u32, f64)", into = "(String, u32, f64)")]
 pub struct Geomean {
     pub contender: String,
+    /// The cells' thread count; 0 when the counts were chosen per workload (one mean over all).
     pub threads: u32,
     pub ratio: f64,
+}
+
+impl Geomean {
+    /// "at 4 threads", or "at the threads chosen per workload".
+    pub fn at(&self) -> String {
+        match self.threads {
+            0 => "at the threads chosen per workload".into(),
+            t => format!("at {t} threads"),
+        }
+    }
 }
 
 impl From<(String, u32, f64)> for Geomean {

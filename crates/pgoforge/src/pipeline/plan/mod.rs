@@ -281,9 +281,8 @@ impl RunPlan {
         check_outside(&req, &p.contenders)?;
         if !req.auto_rounds && !req.allow_few_rounds {
             // A benchmark that can never be significant is refused now, not after the builds.
-            let comparisons = (p.contenders.len() - 1 + req.outside_count())
-                * req.bench.workloads.len()
-                * req.bench.threads.len();
+            let comparisons =
+                (p.contenders.len() - 1 + req.outside_count()) * req.bench.cells().len();
             let needed = crate::bench::stats::rounds_needed(comparisons);
             if (req.bench.rounds as usize) < needed {
                 return Err(PlanError::TooFewRounds {
@@ -1020,7 +1019,7 @@ mod tests {
         let mut r = request(&["pgo"]);
         r.allow_few_rounds = false;
         r.bench.rounds = 3;
-        let m = r.bench.workloads.len() * r.bench.threads.len();
+        let m = r.bench.cells().len();
         let needed = crate::bench::stats::rounds_needed(m);
         assert_eq!(
             e(r.clone(), &with_bolt()),

@@ -1,0 +1,114 @@
+//! One contender's server started for a round, and one measured run against it: what the
+//! benchmark's rounds and the thread probe before them ([`super::saturate`]) both do.
+
+use std::fs;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use oltp::settings::TestName;
+use oltp::RunResult;
+
+use super::client::Client;
+use super::load::{Load, Meter};
+use super::plan::{BenchPlan, Contender};
+use crate::server::{template, ServerSpec};
+
+/// Starts `c`'s server for `round` on a fresh copy of the template, in its own instance directory
+/// under the run directory (returned, to be removed after), its buffer pool holding the whole
+/// dataset before any cell ([`crate::server::prewarm`]: a cold pool made the round's first
+/// cell of a workload climb through its slices).
+pub fn start_contender(
+    c: &Contender,
+    base_spec: ServerSpec,
+    tpl: &Path,
+    dir: &Path,
+    round: u32,
+    log: &dyn Fn(&str),
+) -> Result<(crate::server::Server, std::path::PathBuf)> {
+    let mut spec = ServerSpec {
+        binary: c.binary.clone(),
+        ..base_spec
+    };
+    if let Some(mb) = c.buffer_pool_mb {
+        spec.config.buffer_pool_mb = mb;
+    }
+    let inst = dir.join("instances").join(format!("r{round}-{}", c.name));
+    let _ = fs::remove_dir_all(&inst);
+    let srv =
+        template::start_copy(tpl, &spec, &inst).with_context(|| format!("starting {}", c.name))?;
+    let warm = srv
+        .prewarm()
+        .with_context(|| format!("reading the dataset into {}'s buffer pool", c.name))?;
+    match warm {
+        // What it costs, once: every round does the same.
+        Ok(w) if round == 1 => log(&format!(
+            "round 1: {}'s buffer pool prewarmed: {} tables ({} index scans), {} pages read from \
+             disk, {:.1} s",
+            c.name, w.tables, w.scans, w.disk_reads, w.seconds
+        )),
+        Ok(_) => {}
+        Err(crate::server::prewarm::Skipped::TooLarge {
+            data_bytes,
+            pool_bytes,
+        }) => log(&format!(
+            "round {round}: {} starts cold: its dataset ({} MiB) does not fit in {}% of the buffer \
+             pool ({} MiB; --buffer-pool-mb)",
+            c.name,
+            data_bytes >> 20,
+            crate::server::prewarm::MAX_POOL_SHARE_PCT,
+            pool_bytes >> 20
+        )),
+    }
+    Ok((srv, inst))
+}
+
+/// A warm-up of `warmup` seconds, then `seconds` measured (none: the warm-up alone).
+#[allow(clippy::too_many_arguments)]
+pub fn measure_for(
+    plan: &BenchPlan,
+    c: &Contender,
+    srv: &crate::server::Server,
+    w: TestName,
+    t: u32,
+    client_cpus: &[usize],
+    client: &Client,
+    warmup: u64,
+    seconds: u64,
+) -> Result<(RunResult, Option<Load>)> {
+    let mut s = plan.spec.run_settings(w);
+    s.conn = client.conn(srv);
+    s.threads = t;
+    s.client_cpus = client_cpus.to_vec();
+    s.rand.seed = 0;
+    s.report_interval_s = 1;
+    s.ignore_errors = oltp::settings::IgnoreErrors::survivable();
+    if warmup > 0 {
+        s.time_s = warmup;
+        let r = client
+            .run(&s)
+            .map_err(|e| anyhow::anyhow!("warm-up of {} {w}: {e:#}", c.name))?;
+        if seconds == 0 {
+            return Ok((r, None));
+        }
+    }
+    s.time_s = seconds;
+    let meter = Meter::start(srv.state.pid);
+    let r = client
+        .run(&s)
+        .map_err(|e| anyhow::anyhow!("{} {w} {t} threads: {e:#}", c.name))?;
+    // Which vCPUs each side had, for how busy it was: pinned apart, the client's set and the
+    // rest; otherwise the whole machine each. A client on another host is not read here.
+    let all = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let pinned = client_cpus.len() as u32;
+    let local = matches!(client, Client::Local { .. });
+    let load = meter.and_then(|m| m.stop()).map(|l| Load {
+        server_vcpus: Some(if pinned > 0 {
+            all.saturating_sub(pinned).max(1)
+        } else {
+            all
+        }),
+        client_vcpus: local.then_some(if pinned > 0 { pinned } else { all }),
+        ..l
+    });
+    Ok((r, load))
+}
