@@ -15,7 +15,7 @@ impl Exporter for Csv {
     }
 
     fn render(&self, r: &Report) -> Result<String> {
-        let mut o = String::from("contender,workload,threads,rounds,tps_median,tps_mean,tps_ci_low,tps_ci_high,p95_ms_median,ratio,ratio_ci_low,ratio_ci_high,p_value,p_holm,verdict\n");
+        let mut o = String::from("contender,workload,threads,rounds,tps_median,tps_mean,tps_ci_low,tps_ci_high,p95_ms_median,ratio,ratio_ci_low,ratio_ci_high,p_value,p_holm,verdict,latency_ms_mean_median\n");
         for c in &r.cells {
             let (ratio, lo, hi, p, v) = match &c.tps_vs_baseline {
                 Some(v) => (
@@ -42,7 +42,7 @@ impl Exporter for Csv {
             };
             let _ = writeln!(
                 o,
-                "{},{},{},{},{:.2},{:.2},{:.2},{:.2},{:.3},{ratio},{lo},{hi},{p},\"{v}\"",
+                "{},{},{},{},{:.2},{:.2},{:.2},{:.2},{:.3},{ratio},{lo},{hi},{p},\"{v}\",{}",
                 c.contender,
                 c.workload,
                 c.threads,
@@ -51,7 +51,11 @@ impl Exporter for Csv {
                 c.tps.mean,
                 c.tps.ci95.0,
                 c.tps.ci95.1,
-                c.p95_ms.median
+                c.p95_ms.median,
+                c.mean_ms
+                    .as_ref()
+                    .map(|m| format!("{:.3}", m.median))
+                    .unwrap_or_default()
             );
         }
         Ok(o)

@@ -1,6 +1,6 @@
 //! A sweep as a view (issue 51): each variant's throughput gain over the baseline of its own
 //! buffer pool as a function of the client threads, one line per buffer-pool size, with its
-//! interval and the change in p95 latency — the lines and the table for the text and Markdown
+//! interval and the change in mean and p95 latency — the lines and the table for the text and Markdown
 //! reports (html.rs draws the lines). Shown when a benchmark measured more than one thread count or
 //! buffer-pool size (a train × evaluate matrix has its own table).
 
@@ -18,6 +18,8 @@ pub struct Point {
     pub verdict: Verdict,
     /// The change in p95 latency against the same baseline.
     pub p95_pct: Option<f64>,
+    /// The change in mean latency (the medians over the rounds) against the same baseline.
+    pub mean_pct: Option<f64>,
 }
 
 /// One variant on one workload at one buffer-pool size.
@@ -60,6 +62,7 @@ pub fn lines(r: &Report) -> Vec<Line> {
             if r.plan.baseline_for(c).name == c.name || r.plan.is_control(&c.name) {
                 continue;
             }
+            let base = r.plan.baseline_for(c).name.clone();
             let pool_mb = r.plan.buffer_pool_mb_of(c);
             let suffix = format!("@bp{pool_mb}");
             let variant = c.name.strip_suffix(&suffix).unwrap_or(&c.name).to_string();
@@ -82,6 +85,7 @@ pub fn lines(r: &Report) -> Vec<Line> {
                             .p95_vs_baseline
                             .as_ref()
                             .map(|p| (p.ratio - 1.0) * 100.0),
+                        mean_pct: mean_change(r, &base, cell),
                     })
                 })
                 .collect();
@@ -96,6 +100,15 @@ pub fn lines(r: &Report) -> Vec<Line> {
     out
 }
 
+/// The change in a cell's mean latency against its baseline's cell, in percent.
+fn mean_change(r: &Report, base: &str, cell: &crate::bench::report::Cell) -> Option<f64> {
+    let b = r.cells.iter().find(|x| {
+        x.contender == base && x.workload == cell.workload && x.threads == cell.threads
+    })?;
+    let (m, bm) = (cell.mean_ms.as_ref()?.median, b.mean_ms.as_ref()?.median);
+    (bm > 0.0).then(|| (m / bm - 1.0) * 100.0)
+}
+
 fn verdict_word(v: Verdict) -> &'static str {
     match v {
         Verdict::Faster => "faster",
@@ -104,7 +117,7 @@ fn verdict_word(v: Verdict) -> &'static str {
     }
 }
 
-/// One row per line, one column per thread count: gain [interval] verdict; p95 change.
+/// One row per line, one column per thread count: gain [interval] verdict; mean and p95 change.
 pub fn table(r: &Report) -> Option<Table> {
     let lines = lines(r);
     if lines.is_empty() {
@@ -131,10 +144,17 @@ pub fn table(r: &Report) -> Option<Table> {
                     .find(|p| p.threads == *t)
                     .map_or("-".into(), |p| {
                         let ci = super::interval_brackets(p.interval_pct);
+                        let mean = p
+                            .mean_pct
+                            .map_or(String::new(), |x| format!("; mean {x:+.1}%"));
                         let p95 = p
                             .p95_pct
                             .map_or(String::new(), |x| format!("; p95 {x:+.1}%"));
-                        format!("{:+.1}% {ci} {}{p95}", p.gain_pct, verdict_word(p.verdict))
+                        format!(
+                            "{:+.1}% {ci} {}{mean}{p95}",
+                            p.gain_pct,
+                            verdict_word(p.verdict)
+                        )
                     })
             }));
             row
@@ -169,6 +189,6 @@ pub fn lead(r: &Report) -> String {
     };
     format!(
         "Sweep: each variant's TPS against {against}, by client threads — gain [95% interval], \
-         verdict after Holm over the run's comparisons, and the change in p95 latency; {fit}."
+         verdict after Holm over the run's comparisons, and the change in mean and p95 latency; {fit}."
     )
 }

@@ -400,6 +400,7 @@ mod tests {
             threads: 4,
             tps: describe(&v),
             p95_ms: describe(&v),
+            mean_ms: None,
             tps_vs_baseline: Some(compare(&rounds(&base), &rounds(&v), Better::Higher)),
             p95_vs_baseline: None,
             capacity_vs_baseline: None,

@@ -16,6 +16,10 @@ pub struct Cell {
     pub threads: u32,
     pub tps: Describe,
     pub p95_ms: Describe,
+    /// The mean latency of a transaction, ms (median over the rounds; absent from reports
+    /// written before it was shown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_ms: Option<Describe>,
     /// Against the baseline (absent for the baseline itself).
     pub tps_vs_baseline: Option<Comparison>,
     pub p95_vs_baseline: Option<Comparison>,
@@ -315,6 +319,7 @@ pub(super) fn cell(
         threads: t,
         tps: describe(&values(&v_tps)),
         p95_ms: describe(&values(&v_p95)),
+        mean_ms: Some(describe(&values(&pick(name, &|r| r.result.latency.avg)))),
         tps_vs_baseline: tc,
         p95_vs_baseline: pc,
         capacity_vs_baseline: capacity,
