@@ -203,13 +203,15 @@ fn check_budget(plan: &BenchPlan, work: &std::path::Path) {
     let Some(m) = pgoforge::bench::budget::Machine::probe(work) else {
         return;
     };
-    // The largest pool of a sweep is the one that must fit.
+    // The largest pool a contender runs with is the one that must fit (in a sweep every
+    // contender has its own, and the plan's default is then no server's).
     let mut config = plan.config.clone();
     config.buffer_pool_mb = plan
         .contenders
         .iter()
         .map(|c| plan.buffer_pool_mb_of(c))
-        .fold(config.buffer_pool_mb, u64::max);
+        .max()
+        .unwrap_or(config.buffer_pool_mb);
     if let Err(e) = pgoforge::bench::budget::check(&plan.spec, &config, plan.contenders.len(), &m) {
         super::usage_error(e);
     }

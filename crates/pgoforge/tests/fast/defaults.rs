@@ -303,6 +303,25 @@ fn datasets_and_pools_this_machine_cannot_hold_are_refused_before_any_work() {
             .all(|e| e.unwrap().file_name() != "datasets"),
         "no dataset made"
     );
+    // In a sweep every contender has its own pool: the plan's default pool, too large here, is
+    // no server's and is not held against the benchmark (it gets past the budget to the
+    // binaries, which do not exist).
+    let out = pgoforge(&[
+        "bench",
+        "--baseline",
+        "a=/nonexistent/mariadbd",
+        "--binary",
+        "b=/nonexistent/mariadbd",
+        "--buffer-pool-mb",
+        &pool,
+        "--sweep-buffer-pool-mb",
+        "256,512",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !err.contains("one server needs") && err.contains("/nonexistent/mariadbd"),
+        "{err}"
+    );
     let seed_004 = ["--tables", "16", "--table-size", "2000000"];
     let out = pgoforge(&[&["run", "--plan"][..], &seed_004].concat());
     assert!(
