@@ -68,6 +68,7 @@ pub fn benchmark(
             dir,
             client_cpus: &client_cpus,
             client: &client,
+            guard,
             log,
         },
     )?;

@@ -150,7 +150,13 @@ impl Choice {
         let figures = |s: &Step| {
             let busy = s
                 .least_busy()
-                .map(|b| format!("every server's vCPU ≥ {:.0}% busy", b * 100.0))
+                // Rounded down: "≥ 95 %" must not show a 94.9 % that failed the rule.
+                .map(|b| {
+                    format!(
+                        "every server's vCPU ≥ {:.0}% busy",
+                        (b * 100.0 + 1e-9).floor()
+                    )
+                })
                 .unwrap_or_else(|| "servers' CPU not read".into());
             let link = s
                 .worst_link()
@@ -283,12 +289,15 @@ pub(super) struct Env<'a> {
     pub dir: &'a Path,
     pub client_cpus: &'a [usize],
     pub client: &'a Client,
+    /// The busy-machine guard: the probe measures on a quiet machine, as the rounds do.
+    pub guard: super::load::Guard,
     pub log: &'a dyn Fn(&str),
 }
 
 /// Starts the probed servers on copies of the template, probes every workload (a replay keeps
 /// its own connections), stops them.
 pub(super) fn run(env: &Env) -> Result<Saturation> {
+    super::load::wait_until_quiet(env.guard.patience, env.guard.allow_busy, env.log)?;
     let t0 = Instant::now();
     let plan = env.plan;
     let mut servers = Vec::new();
