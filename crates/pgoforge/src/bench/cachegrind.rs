@@ -13,6 +13,7 @@
 //! The replay workload (the user's own statements) is measured the same way; its event is one
 //! statement, and by default the measured events are whole passes over the file ([`replay_events`]).
 
+use std::collections::HashMap;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -111,7 +112,12 @@ fn measure_one(
         "cachegrind: {} {w}: warm-up + {events} events",
         c.name
     ));
-    let (long, took, failed) = run_once(
+    let Measured {
+        counts: long,
+        functions: long_fns,
+        took,
+        failed,
+    } = run_once(
         tpl,
         spec,
         &inst,
@@ -126,7 +132,11 @@ fn measure_one(
         c.name,
         took.as_secs_f64()
     ));
-    let (short, _, _) = run_once(tpl, spec, &inst, &s, plan.warmup_events, 0, took)
+    let Measured {
+        counts: short,
+        functions: short_fns,
+        ..
+    } = run_once(tpl, spec, &inst, &s, plan.warmup_events, 0, took)
         .with_context(|| format!("{} {w} under cachegrind", c.name))?;
     let _ = fs::remove_dir_all(&inst);
     let rec = CgRecord {
@@ -137,6 +147,7 @@ fn measure_one(
         short,
         long,
         failed_statements: failed,
+        functions: super::hot_functions::per_txn(&short_fns, &long_fns, events),
     };
     if let Some(n) = failed.filter(|n| *n > 0) {
         // Counted, not fatal (a logged application's statements fail too), but the figures then
@@ -229,6 +240,10 @@ pub struct CgRecord {
     /// A replay's statements that failed in the measured run (absent for the other workloads).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_statements: Option<u64>,
+    /// The costliest functions per transaction (absent from measurements made before they were
+    /// kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub functions: Vec<super::hot_functions::FnCost>,
 }
 
 /// Reads the `events:` and `summary:` lines of a cachegrind output file.
@@ -497,6 +512,15 @@ fn valgrind_settings(binary: &Path, flavor: &Flavor, buffer_pool_mb: u64) -> Res
     Ok(extra)
 }
 
+/// One server's run under cachegrind: its totals, its instructions per function, how long the
+/// measured part (or the idle) took, and a replay's failed statements.
+struct Measured {
+    counts: Counts,
+    functions: HashMap<String, u64>,
+    took: Duration,
+    failed: Option<u64>,
+}
+
 fn run_once(
     tpl: &Path,
     spec: &ServerSpec,
@@ -505,7 +529,7 @@ fn run_once(
     warmup: u64,
     measured: u64,
     idle: Duration,
-) -> Result<(Counts, Duration, Option<u64>)> {
+) -> Result<Measured> {
     let _ = fs::remove_dir_all(inst);
     fs::create_dir_all(inst)?;
     let out_file = inst.join("cachegrind.out");
@@ -542,7 +566,12 @@ fn run_once(
             out_file.display()
         )
     })?;
-    Ok((parse_counts(&text)?, took, failed))
+    Ok(Measured {
+        counts: parse_counts(&text)?,
+        functions: super::hot_functions::parse(&text),
+        took,
+        failed,
+    })
 }
 
 pub fn plan_path(dir: &Path) -> PathBuf {

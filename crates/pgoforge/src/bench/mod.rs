@@ -13,6 +13,7 @@ pub mod design;
 pub mod environment;
 pub mod estimate;
 pub mod export;
+pub mod hot_functions;
 pub mod load;
 pub mod measure;
 pub mod network;

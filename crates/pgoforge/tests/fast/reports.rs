@@ -351,6 +351,38 @@ fn threads_chosen_per_workload_and_a_link_bound_cell_kept_out_of_the_verdict() {
         "seconds": 41.0
     });
     fs::write(dir.path().join("saturation.json"), saturation.to_string()).unwrap();
+    // Cachegrind's counts with the costliest functions kept: the report lays the winner's beside
+    // the baseline's.
+    let counts = serde_json::json!({"ir": 0, "i1mr": 0, "ilmr": 0, "dr": 0, "d1mr": 0, "dlmr": 0,
+        "dw": 0, "d1mw": 0, "dlmw": 0, "bc": 0, "bcm": 0, "bi": 0, "bim": 0});
+    let cg = |name: &str, total: f64, fns: serde_json::Value| {
+        serde_json::json!({"contender": name, "workload": "oltp_point_select", "events": 10000,
+            "short": counts, "long": counts,
+            "per_txn": {"instructions": total, "i1_misses": 900.0, "d1_misses": 300.0,
+                "ll_misses": 1.0, "branches": 4000.0, "mispredicts": 200.0},
+            "functions": fns})
+        .to_string()
+    };
+    fs::write(
+        dir.path().join("cachegrind.jsonl"),
+        [
+            cg(
+                "baseline",
+                40000.0,
+                serde_json::json!([{"name": "MYSQLparse(THD*, bool)", "instructions": 3000.0},
+                    {"name": "row_search_mvcc(unsigned char*)", "instructions": 2500.0}]),
+            ),
+            cg(
+                "pgo+lto",
+                28000.0,
+                serde_json::json!([{"name": "row_search_mvcc(unsigned char*)", "instructions": 2000.0},
+                    {"name": "operator|(a, b)", "instructions": 100.0}]),
+            ),
+        ]
+        .join("\n")
+            + "\n",
+    )
+    .unwrap();
     let r = report::build(dir.path()).unwrap();
     // Each workload's cells at its own count.
     let at = |w: &str| {
@@ -404,6 +436,13 @@ fn threads_chosen_per_workload_and_a_link_bound_cell_kept_out_of_the_verdict() {
     assert!(
         md.contains("pgo+lto, at the threads chosen per workload:"),
         "one geometric mean over the workloads: {md}"
+    );
+    assert!(
+        md.contains("Where oltp_point_select's instructions go: the 3 functions costing most per transaction in pgo+lto or baseline")
+            && md.contains("| MYSQLparse(THD*, bool) | 3000 | - | - |")
+            && md.contains("| row_search_mvcc(unsigned char*) | 2500 | 2000 | -20.0% |")
+            && md.contains("| operator\\|(a, b) | - | 100 | - |"),
+        "{md}"
     );
     let text = export::text::Text.render(&r).unwrap();
     assert!(

@@ -338,6 +338,23 @@ fn cachegrind_counts_repeat_for_one_binary_under_two_names() {
         b.instructions
     );
     assert!(rel(a.branches, b.branches) < 0.03);
+    // The costliest functions are kept, costliest first, and account for no more than the
+    // transaction's instructions; the same binary twice has the same hottest function.
+    for r in &recs {
+        let f = &r.functions;
+        assert!(
+            f.len() >= 10 && f.len() <= pgoforge::bench::hot_functions::KEPT,
+            "{f:?}"
+        );
+        assert!(f.windows(2).all(|w| w[0].instructions >= w[1].instructions));
+        let kept: f64 = f.iter().map(|x| x.instructions).sum();
+        assert!(
+            kept > 0.3 * r.per_txn.instructions && kept <= 1.02 * r.per_txn.instructions,
+            "{kept} of {}",
+            r.per_txn.instructions
+        );
+    }
+    assert_eq!(recs[0].functions[0].name, recs[1].functions[0].name);
     // Every server ran under valgrind and exited: no instance left, the records are on disk.
     // The raw counts are integers and round-trip exactly (the per-transaction floats need not).
     let counts = |r: &[cachegrind::CgRecord]| -> Vec<_> {

@@ -207,6 +207,7 @@ const SECTIONS: &[fn(&Report) -> Vec<Block>] = &[
     latency,
     geomeans,
     cachegrind,
+    hot_functions,
     cachegrind_skipped,
     warnings_list,
     environment,
@@ -562,6 +563,69 @@ fn cachegrind(r: &Report) -> Vec<Block> {
         "Deterministic counts per transaction (cachegrind, one connection; differences under ~0.5% for read-only and ~3% for write workloads are the method's noise):".into(),
         cachegrind_table(&r.cachegrind, &r.plan.contenders[0].name),
     )]
+}
+
+/// Functions shown per workload in the winner-against-baseline breakdown.
+const HOT_FUNCTIONS: usize = 20;
+
+/// The winner's costliest functions beside the baseline's, per workload, where the cachegrind
+/// measurement kept them: where the instructions a transaction still costs are.
+fn hot_functions(r: &Report) -> Vec<Block> {
+    use crate::bench::hot_functions::{side_by_side, KEPT};
+    let base = &r.plan.contenders[0].name;
+    let Some(winner) = r.decision.as_ref().and_then(|d| d.winner.as_ref()) else {
+        return Vec::new();
+    };
+    let fmt = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.0}"));
+    let mut out = Vec::new();
+    for b in r
+        .cachegrind
+        .iter()
+        .filter(|x| &x.contender == base && !x.functions.is_empty())
+    {
+        let Some(w) = r.cachegrind.iter().find(|x| {
+            &x.contender == winner && x.workload == b.workload && !x.functions.is_empty()
+        }) else {
+            continue;
+        };
+        let rows = side_by_side(&b.functions, &w.functions, HOT_FUNCTIONS);
+        let table = Table {
+            header: vec![
+                "function".into(),
+                format!("{base} instructions / txn"),
+                format!("{winner} instructions / txn"),
+                "change".into(),
+            ],
+            rows: rows
+                .iter()
+                .map(|row| {
+                    vec![
+                        // A C++ operator| would split a Markdown cell.
+                        row.name.replace('|', "\\|"),
+                        fmt(row.baseline),
+                        fmt(row.winner),
+                        match (row.baseline, row.winner) {
+                            (Some(a), Some(b)) if a > 0.0 => {
+                                format!("{:+.1}%", (b / a - 1.0) * 100.0)
+                            }
+                            _ => "-".into(),
+                        },
+                    ]
+                })
+                .collect(),
+        };
+        out.push(Block::Counts(
+            format!(
+                "Where {}'s instructions go: the {} functions costing most per transaction in \
+                 {winner} or {base} (cachegrind, one connection; \"-\": not among that side's {KEPT} \
+                 costliest):",
+                b.workload,
+                rows.len()
+            ),
+            table,
+        ));
+    }
+    out
 }
 
 fn cachegrind_skipped(r: &Report) -> Vec<Block> {

@@ -333,6 +333,7 @@ mod tests {
                 ..Default::default()
             },
             failed_statements: None,
+            functions: Vec::new(),
         }
     }
 
