@@ -618,7 +618,9 @@ fn hot_functions(r: &Report) -> Vec<Block> {
             format!(
                 "Where {}'s instructions go: the {} functions costing most per transaction in \
                  {winner} or {base} (cachegrind, one connection; \"-\": not among that side's {KEPT} \
-                 costliest):",
+                 costliest). A function's count includes the code inlined into it, and PGO with \
+                 LTO inlines far more than the baseline: a callee missing on one side lives in its \
+                 callers there, so compare a caller with what it absorbed, not one row alone:",
                 b.workload,
                 rows.len()
             ),
