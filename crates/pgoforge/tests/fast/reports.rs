@@ -449,4 +449,24 @@ fn threads_chosen_per_workload_and_a_link_bound_cell_kept_out_of_the_verdict() {
         text.contains("client threads chosen: oltp_read_only: 4 threads"),
         "{text}"
     );
+    // The same counts given by the user (`--threads`, no probe): the cell is still named, but it
+    // keeps its verdict — and the slower read_write disqualifies pgo+lto.
+    plan["saturate"] = false.into();
+    fs::write(dir.path().join("plan.json"), plan.to_string()).unwrap();
+    fs::remove_file(dir.path().join("saturation.json")).unwrap();
+    let given = report::build(dir.path()).unwrap();
+    let rw = given
+        .cells
+        .iter()
+        .find(|c| c.contender == "pgo+lto" && c.workload == "oltp_read_write")
+        .unwrap();
+    assert!(rw.link_bound.is_none());
+    assert!(
+        rw.warnings
+            .iter()
+            .any(|w| w.starts_with("link-bound at the threads given (its verdict kept")),
+        "{:?}",
+        rw.warnings
+    );
+    assert_eq!(given.decision.as_ref().unwrap().winner, None);
 }

@@ -44,7 +44,8 @@ pub struct Cell {
     pub disturbed: Vec<(u32, f64)>,
     /// Why the cell measured the round trip rather than the server (this contender or its
     /// baseline sent half or more of what its connections can at the measured round trip while
-    /// its server's vCPUs were not saturated): the decision does not use it.
+    /// its server's vCPUs were not saturated), at threads the probe chose: the decision does not
+    /// use it. (At threads the user gave, the cell's warning says so and its verdict stays.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link_bound: Option<String>,
 }
@@ -307,9 +308,12 @@ pub(super) fn cell(
         let paired = crate::bench::stats::pair_by_round(&b, &v).len();
         (name != base && paired >= 2).then(|| compare(&b, &v, Better::Higher))
     };
-    let link = link_bound(records, name, w, t).or_else(|| {
+    // Threads pgoforge chose and could not get off the round trip: not used for the verdict.
+    // Threads the user gave (`--threads 1` measures one connection on purpose): kept, said.
+    let chosen = plan.spec.saturate;
+    let link = link_bound(records, name, w, t, chosen).or_else(|| {
         (name != base)
-            .then(|| link_bound(records, base, w, t))
+            .then(|| link_bound(records, base, w, t, chosen))
             .flatten()
     });
     warnings.extend(link.clone());
@@ -328,7 +332,8 @@ pub(super) fn cell(
         server_cpu_ms_per_txn: (!cpu_ms.is_empty()).then(|| describe(&cpu_ms)),
         server_per_txn,
         disturbed,
-        link_bound: link,
+        // Only a cell at chosen threads is kept out of the decision; the warning says either.
+        link_bound: link.filter(|_| chosen),
     })
 }
 
@@ -351,7 +356,7 @@ fn disturbed_warning(disturbed: &[(u32, f64)]) -> Option<String> {
 /// Why `name`'s runs of the cell measured the round trip, if they did: its median rate at or
 /// above [`crate::bench::network::BOUND_SHARE`] of `threads / RTT` while its server's vCPUs were
 /// below [`SATURATED`] (runs that did not record both say nothing here; their warning stays).
-fn link_bound(records: &[Record], name: &str, w: TestName, t: u32) -> Option<String> {
+fn link_bound(records: &[Record], name: &str, w: TestName, t: u32, chosen: bool) -> Option<String> {
     let runs: Vec<&Record> = records
         .iter()
         .filter(|r| r.contender == name && r.workload == w && r.threads == t)
@@ -374,9 +379,14 @@ fn link_bound(records: &[Record], name: &str, w: TestName, t: u32) -> Option<Str
     let share = crate::bench::network::share_of_bound(qps, t, rtt);
     (share >= crate::bench::network::BOUND_SHARE && busy < SATURATED).then(|| {
         format!(
-            "link-bound, not used for the verdict: {name} sent {:.0}% of what {t} connections can \
-             at its {rtt:.0} µs round trip while its server's vCPUs were {:.0}% busy — the cell \
-             measured the round trip, not the server (more --threads, or --threads auto, moves it)",
+            "{}: {name} sent {:.0}% of what {t} connections can at its {rtt:.0} µs round trip \
+             while its server's vCPUs were {:.0}% busy — the cell measured the round trip, not \
+             the server (more --threads, or --threads auto, moves it)",
+            if chosen {
+                "link-bound, not used for the verdict"
+            } else {
+                "link-bound at the threads given (its verdict kept, its gain understated)"
+            },
             share * 100.0,
             busy * 100.0
         )
