@@ -365,6 +365,7 @@ pub(super) fn run(env: &Env) -> Result<Saturation> {
         (env.log)(&format!("client threads: {}", choice.sentence()));
         choices.push(choice);
     }
+    let probed: Vec<String> = servers.iter().map(|(c, ..)| c.name.clone()).collect();
     for (c, mut srv, inst, _) in servers {
         srv.stop()
             .with_context(|| format!("stopping {} after the probe", c.name))?;
@@ -372,7 +373,7 @@ pub(super) fn run(env: &Env) -> Result<Saturation> {
     }
     Ok(Saturation {
         choices,
-        probed: probed(plan).iter().map(|c| c.name.clone()).collect(),
+        probed,
         seconds: t0.elapsed().as_secs_f64(),
     })
 }
