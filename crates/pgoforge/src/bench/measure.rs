@@ -9,9 +9,24 @@ use oltp::settings::TestName;
 use oltp::RunResult;
 
 use super::client::Client;
-use super::load::{Load, Meter};
+use super::load::{Guard, Load, Meter};
 use super::plan::{BenchPlan, Contender};
 use crate::server::{template, ServerSpec};
+
+/// What every server start and measured run of one benchmark invocation shares, the thread probe
+/// and the rounds alike: the plan, the dataset template, the servers' common spec, the run
+/// directory, the client and its CPUs, the busy-machine guard, the log.
+#[derive(Clone, Copy)]
+pub struct Bench<'a> {
+    pub plan: &'a BenchPlan,
+    pub tpl: &'a Path,
+    pub base_spec: &'a ServerSpec,
+    pub dir: &'a Path,
+    pub client_cpus: &'a [usize],
+    pub client: &'a Client,
+    pub guard: Guard,
+    pub log: &'a dyn Fn(&str),
+}
 
 /// Starts `c`'s server for `round` on a fresh copy of the template, in its own instance directory
 /// under the run directory (returned, to be removed after), its buffer pool holding the whole

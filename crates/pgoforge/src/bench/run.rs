@@ -16,7 +16,7 @@ use oltp::settings::TestName;
 
 use super::client::Client;
 use super::load::{wait_until_quiet, Guard};
-use super::measure::{measure_for, start_contender};
+use super::measure::{measure_for, start_contender, Bench};
 use super::order::round_order;
 use super::plan::BenchPlan;
 use super::run_dir::{
@@ -59,19 +59,17 @@ pub fn benchmark(
     });
     log("preparing the dataset template");
     let tpl = template::ensure(work_dir, &base_spec, &plan.spec.datasets())?;
-    let (plan, probe) = choose_threads(
-        plan.clone(),
-        &super::saturate::Env {
-            plan: &plan,
-            tpl: &tpl,
-            base_spec: &base_spec,
-            dir,
-            client_cpus: &client_cpus,
-            client: &client,
-            guard,
-            log,
-        },
-    )?;
+    let bench = Bench {
+        plan: &plan,
+        tpl: &tpl,
+        base_spec: &base_spec,
+        dir,
+        client_cpus: &client_cpus,
+        client: &client,
+        guard,
+        log,
+    };
+    let (plan, probe) = choose_threads(plan.clone(), &bench)?;
     let plan = &plan;
     open_run_dir(plan, dir, resume)?;
     if let Some(p) = probe {
@@ -95,15 +93,8 @@ pub fn benchmark(
     // The host's own noise is checked once per invocation, on its first OLTP run.
     let mut noise_checked = false;
     let rounds = Rounds {
-        plan,
+        bench: Bench { plan, ..bench },
         done: &done,
-        tpl: &tpl,
-        base_spec: &base_spec,
-        dir,
-        client_cpus: &client_cpus,
-        client: &client,
-        guard,
-        log,
     };
     for round in 1.. {
         let any_done = done.iter().any(|d| d.0 == round);
@@ -181,7 +172,7 @@ fn as_run(plan: &BenchPlan, dir: &Path, resume: bool, log: &dyn Fn(&str)) -> Res
 /// (a resumed benchmark has them), and the probe that chose them.
 fn choose_threads(
     plan: BenchPlan,
-    env: &super::saturate::Env,
+    env: &Bench,
 ) -> Result<(BenchPlan, Option<super::saturate::Saturation>)> {
     if !plan.spec.saturate || plan.spec.threads_per_workload() {
         return Ok((plan, None));
@@ -217,20 +208,12 @@ fn pinned_cpus(plan: &BenchPlan) -> (Option<Vec<usize>>, Vec<usize>) {
     }
 }
 
-/// What every round of one benchmark invocation shares: the plan, the cells already recorded,
-/// the dataset template, the servers' common spec, the run directory, the client and its CPUs,
-/// the busy-machine guard, the log.
+/// What every round of one benchmark invocation shares: the invocation's [`Bench`] and the cells
+/// already recorded.
 #[derive(Clone, Copy)]
 struct Rounds<'a> {
-    plan: &'a BenchPlan,
+    bench: Bench<'a>,
     done: &'a HashSet<(u32, String, TestName, u32)>,
-    tpl: &'a Path,
-    base_spec: &'a ServerSpec,
-    dir: &'a Path,
-    client_cpus: &'a [usize],
-    client: &'a Client,
-    guard: Guard,
-    log: &'a dyn Fn(&str),
 }
 
 /// Whether every cell of `round` is in the results already (a resumed run skips it).
@@ -286,15 +269,18 @@ fn plain_round(
     (measured, total, tick): (&mut u64, u64, &dyn Fn(u64, u64)),
 ) -> Result<()> {
     let Rounds {
-        plan,
+        bench:
+            Bench {
+                plan,
+                tpl,
+                base_spec,
+                dir,
+                client_cpus,
+                client,
+                guard,
+                log,
+            },
         done,
-        tpl,
-        base_spec,
-        dir,
-        client_cpus,
-        client,
-        guard,
-        log,
     } = *rounds;
     for (position, &ci) in round_order(plan.contenders.len(), round, plan.seed, plan.order_scheme)
         .iter()
@@ -488,15 +474,18 @@ fn sliced_round(
     out: &mut fs::File,
 ) -> Result<u64> {
     let Rounds {
-        plan,
+        bench:
+            Bench {
+                plan,
+                tpl,
+                base_spec,
+                dir,
+                client_cpus,
+                client,
+                guard,
+                log,
+            },
         done,
-        tpl,
-        base_spec,
-        dir,
-        client_cpus,
-        client,
-        guard,
-        log,
     } = *rounds;
     let cells: Vec<(TestName, u32)> = plan
         .spec

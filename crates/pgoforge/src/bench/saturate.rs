@@ -28,12 +28,10 @@ use anyhow::{Context, Result};
 use oltp::settings::TestName;
 use serde::{Deserialize, Serialize};
 
-use super::client::Client;
 use super::load::SATURATED;
 use super::network::{share_of_bound, BOUND_SHARE};
 use super::plan::{BenchPlan, Contender};
 use super::spec::ChosenThreads;
-use crate::server::ServerSpec;
 
 /// The most connections the probe tries (on 2 vCPUs, far past what saturates a server).
 pub const MAX_THREADS: u32 = 64;
@@ -281,22 +279,9 @@ fn probed(plan: &BenchPlan) -> Vec<&Contender> {
     out
 }
 
-/// What the probe runs with: the benchmark's template, servers' spec, client and its CPUs.
-pub(super) struct Env<'a> {
-    pub plan: &'a BenchPlan,
-    pub tpl: &'a Path,
-    pub base_spec: &'a ServerSpec,
-    pub dir: &'a Path,
-    pub client_cpus: &'a [usize],
-    pub client: &'a Client,
-    /// The busy-machine guard: the probe measures on a quiet machine, as the rounds do.
-    pub guard: super::load::Guard,
-    pub log: &'a dyn Fn(&str),
-}
-
 /// Starts the probed servers on copies of the template, probes every workload (a replay keeps
 /// its own connections), stops them.
-pub(super) fn run(env: &Env) -> Result<Saturation> {
+pub(super) fn run(env: &super::measure::Bench) -> Result<Saturation> {
     super::load::wait_until_quiet(env.guard.patience, env.guard.allow_busy, env.log)?;
     let t0 = Instant::now();
     let plan = env.plan;
