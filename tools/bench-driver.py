@@ -125,6 +125,9 @@ def main():
     ap.add_argument("--tpcc-scale", type=int, default=1)
     ap.add_argument("--pgoforge-args", default="",
                     help="extra arguments for pgoforge's runs, e.g. --client-threads=4")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
+                    help="a pgoforge client to measure beside sysbench (repeatable), e.g. "
+                    "'uring=--client-io=uring'; default: one, 'pgoforge', with --pgoforge-args")
     a = ap.parse_args()
 
     server_cpus, client_cpus = cpu_sets()
@@ -152,18 +155,20 @@ def main():
                 run_args = common + [f"--threads={threads}", f"--time={a.time}"]
                 if not tpcc:
                     run_args.append("--rand-type=uniform")
-                clients = {
-                    "sysbench": ["sysbench", "tpcc.lua" if tpcc else test] + run_args + ["run"],
-                    "pgoforge": [a.pgoforge, "oltp", "run", test] + run_args
-                    + a.pgoforge_args.split(),
-                }
-                cwd = {"sysbench": a.tpcc_scripts if tpcc else None, "pgoforge": None}
+                clients = {"sysbench": ["sysbench", "tpcc.lua" if tpcc else test] + run_args + ["run"]}
+                for name, extra in variants(a):
+                    clients[name] = [a.pgoforge, "oltp", "run", test] + run_args + extra.split()
+                cwd = {name: None for name in clients}
+                cwd["sysbench"] = a.tpcc_scripts if tpcc else None
                 # Warm the buffer pool once so the first measured run is not penalised.
                 warm = [a.pgoforge, "oltp", "run", test] + common + [f"--threads={threads}", "--time=3"]
                 measure(warm, client_cpus)
                 for rnd in range(a.rounds):
-                    # A/B, then B/A: a drift within a round (tpcc's tables grow) favours neither.
-                    order = ("sysbench", "pgoforge") if rnd % 2 == 0 else ("pgoforge", "sysbench")
+                    # Each client goes first in turn (A/B, then B/A for two): a drift within a
+                    # round (tpcc's tables grow) favours none.
+                    names = list(clients)
+                    k = rnd % len(names)
+                    order = names[k:] + names[:k]
                     for name in order:
                         out, user, sys_ = measure(clients[name], client_cpus, cwd[name])
                         tx, tps = parse(out)
@@ -177,30 +182,61 @@ def main():
         srv.stop()
 
 
+def variants(a):
+    """The pgoforge clients measured: (name, extra arguments)."""
+    if not a.variant:
+        return [("pgoforge", a.pgoforge_args)]
+    out = []
+    for v in a.variant:
+        name, _, extra = v.partition("=")
+        out.append((name, (a.pgoforge_args + " " + extra).strip()))
+    return out
+
+
 def report(rows, a, server_cpus, client_cpus):
+    names = [n for n, _ in variants(a)]
     print()
     print(f"Server CPUs: {server_cpus}; client CPUs: {client_cpus}; {a.time} s per run; "
-          f"{a.rounds} rounds in A/B, B/A order (A sysbench, B pgoforge {a.pgoforge_args}); OLTP table size {a.table_size}, "
+          f"{a.rounds} rounds, each client first in turn (sysbench, "
+          + ", ".join(f"{n} `{x}`" for n, x in variants(a)) + f"); OLTP table size {a.table_size}, "
           f"uniform ids; tpcc scale {a.tpcc_scale}, 1 table copy; unix socket.")
     print()
-    print("| test | threads | round | sysbench TPS | pgoforge TPS | TPS ratio | sysbench CPU µs/txn "
-          "(user+sys) | pgoforge CPU µs/txn (user+sys) | CPU ratio |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    head = "| test | threads | round | sysbench TPS | sysbench CPU µs/txn (user+sys) |"
+    rule = "|---|---|---|---|---|"
+    for n in names:
+        head += f" {n} TPS ratio | {n} CPU µs/txn (user+sys) | {n} CPU ratio |"
+        rule += "---|---|---|"
+    print(head)
+    print(rule)
     key = lambda r: (r["test"], r["threads"], r["round"])
     pairs = {}
     for r in rows:
         pairs.setdefault(key(r), {})[r["client"]] = r
     for k, p in pairs.items():
-        s, g = p["sysbench"], p["pgoforge"]
-        print(f"| {k[0]} | {k[1]} | {k[2]} | {s['tps']:.0f} | {g['tps']:.0f} | {g['tps']/s['tps']:.2f} | "
-              f"{s['us_per_tx']:.2f} ({s['user_us']:.2f}+{s['sys_us']:.2f}) | "
-              f"{g['us_per_tx']:.2f} ({g['user_us']:.2f}+{g['sys_us']:.2f}) | "
-              f"{g['us_per_tx']/s['us_per_tx']:.2f} |")
-    ratios = [p["pgoforge"]["us_per_tx"] / p["sysbench"]["us_per_tx"] for p in pairs.values()]
-    tps = [p["pgoforge"]["tps"] / p["sysbench"]["tps"] for p in pairs.values()]
+        s = p["sysbench"]
+        line = (f"| {k[0]} | {k[1]} | {k[2]} | {s['tps']:.0f} | "
+                f"{s['us_per_tx']:.2f} ({s['user_us']:.2f}+{s['sys_us']:.2f}) |")
+        for n in names:
+            g = p[n]
+            line += (f" {g['tps']/s['tps']:.2f} | {g['us_per_tx']:.2f} ({g['user_us']:.2f}+"
+                     f"{g['sys_us']:.2f}) | {g['us_per_tx']/s['us_per_tx']:.2f} |")
+        print(line)
     gm = lambda xs: __import__("math").exp(sum(__import__("math").log(x) for x in xs) / len(xs))
     print()
-    print(f"Geometric means over all pairs: TPS ratio {gm(tps):.2f}, client CPU per transaction ratio {gm(ratios):.2f}.")
+    for n in names:
+        ratios = [p[n]["us_per_tx"] / p["sysbench"]["us_per_tx"] for p in pairs.values()]
+        tps = [p[n]["tps"] / p["sysbench"]["tps"] for p in pairs.values()]
+        print(f"Geometric means over all pairs, {n} against sysbench: TPS ratio {gm(tps):.2f}, "
+              f"client CPU per transaction ratio {gm(ratios):.2f}.")
+    by = {}
+    for k, p in pairs.items():
+        for n in names:
+            by.setdefault((k[0], k[1], n), []).append(p[n]["us_per_tx"] / p["sysbench"]["us_per_tx"])
+    print()
+    print("| test | threads | " + " | ".join(f"{n} CPU ratio (geomean)" for n in names) + " |")
+    print("|---|---|" + "---|" * len(names))
+    for (test, threads) in dict.fromkeys((k[0], k[1]) for k in pairs):
+        print(f"| {test} | {threads} | " + " | ".join(f"{gm(by[(test, threads, n)]):.2f}" for n in names) + " |")
 
 
 if __name__ == "__main__":

@@ -93,6 +93,20 @@ impl FromStr for TestName {
     }
 }
 
+/// `--client-io`: how a client thread waits for the replies of its connections.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientIo {
+    /// One `send` and one `recv` per statement: a blocking read for a lone connection, epoll
+    /// over several. The default: on the hosts measured (docs/bench/driver.md) io_uring saved no
+    /// client CPU at the thread counts a benchmark runs and cost a quarter more at one connection.
+    #[default]
+    Epoll,
+    /// io_uring: each statement's write and the read of its reply go in one submission, and one
+    /// system call serves every connection with a reply ready (fails where the kernel refuses).
+    Uring,
+}
+
 /// `--db-ps-mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -316,6 +330,9 @@ pub struct Settings {
     /// CPUs the client threads are pinned to (empty: no pinning).
     #[serde(default)]
     pub client_cpus: Vec<usize>,
+    /// How the client threads wait for replies.
+    #[serde(default)]
+    pub client_io: ClientIo,
     pub time_s: u64,
     pub events: u64,
     pub rate: u64,
@@ -351,6 +368,7 @@ impl Settings {
             threads: 1,
             client_threads: 0,
             client_cpus: Vec::new(),
+            client_io: ClientIo::Epoll,
             time_s: 10,
             events: 0,
             rate: 0,

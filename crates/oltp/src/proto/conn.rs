@@ -43,6 +43,8 @@ pub struct Conn {
     pub(super) waiting_for: &'static str,
     /// When the command whose reply is awaited was sent (the event loop's stall check).
     pub(super) sent_at: Option<Instant>,
+    /// [`Conn::send`] leaves the command in the output buffer for an io_uring loop to submit.
+    pub(super) deferred: bool,
 }
 
 pub(super) fn lost(endpoint: &Endpoint, source: io::Error) -> DbError {
@@ -98,6 +100,7 @@ impl Conn {
             timeout_setting: CONNECT_TIMEOUT_SETTING,
             waiting_for: "the server's greeting (it accepted the connection but sent no handshake)",
             sent_at: None,
+            deferred: false,
         };
         conn.handshake(opts)?;
         conn.timeout = opts.read_timeout;
@@ -230,12 +233,63 @@ impl Conn {
         &mut self.wbuf
     }
 
-    /// Sends the encoded command and arms the parser for its reply.
+    /// Sends the encoded command and arms the parser for its reply. With sends deferred the
+    /// command stays in [`Conn::pending_out`] for the caller's ring to submit.
     pub fn send(&mut self, expect: Expect) -> Result<(), DbError> {
         self.parser.reset(expect);
-        self.flush()?;
+        if !self.deferred {
+            self.flush()?;
+        }
         self.sent_at = Some(Instant::now());
         Ok(())
+    }
+
+    /// Leaves each command [`Conn::send`] arms in the output buffer instead of writing it: an
+    /// io_uring loop submits the write and the read of its reply in one system call. Blocking
+    /// set-up calls ([`Conn::query`], the statement closes) still write at once.
+    pub fn defer_sends(&mut self, on: bool) {
+        self.deferred = on;
+    }
+
+    /// The armed command a deferred [`Conn::send`] left to write (empty when none).
+    pub fn pending_out(&self) -> &[u8] {
+        &self.wbuf
+    }
+
+    /// The deferred command was written in full.
+    pub fn sent_out(&mut self) {
+        self.wbuf.clear();
+    }
+
+    /// Room for the next read: the ring reads into it, then reports the count to
+    /// [`Conn::received`]. Nothing else may touch the connection while that read is in flight.
+    pub fn recv_space(&mut self) -> &mut [u8] {
+        self.rbuf.spare()
+    }
+
+    /// Takes `n` bytes a ring read put into [`Conn::recv_space`]; `Some` once the reply is
+    /// complete. Zero bytes is the server closing the connection.
+    pub fn received(&mut self, n: usize) -> Result<Option<Reply>, DbError> {
+        if n == 0 {
+            return Err(lost(
+                &self.endpoint,
+                io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the server closed the connection",
+                ),
+            ));
+        }
+        self.rbuf.filled(n);
+        let r = self.parser.feed(&mut self.rbuf)?;
+        if r.is_some() {
+            self.sent_at = None;
+        }
+        Ok(r)
+    }
+
+    /// The connection-lost error for a failed ring read or write (`errno` as the kernel gave it).
+    pub fn lost_errno(&self, errno: i32) -> DbError {
+        lost(&self.endpoint, io::Error::from_raw_os_error(errno))
     }
 
     /// Reads what has arrived; `Some` once the reply is complete. A blocking connection waits.
@@ -262,7 +316,10 @@ impl Conn {
     }
 
     pub(super) fn roundtrip(&mut self, expect: Expect) -> Result<Reply, DbError> {
-        self.send(expect)?;
+        // Set-up and closing calls write now even when the event loop defers its sends.
+        self.parser.reset(expect);
+        self.flush()?;
+        self.sent_at = Some(Instant::now());
         loop {
             if let Some(r) = self.recv()? {
                 return Ok(r);

@@ -4,7 +4,7 @@ use std::thread;
 use std::time::Instant;
 
 use super::slot::{Slot, Status};
-use super::worker::Worker;
+use super::worker::{Due, Worker};
 
 impl Worker<'_> {
     pub(super) fn run_single(&mut self, slot: &mut Slot) {
@@ -110,13 +110,10 @@ impl Worker<'_> {
                 if slot.finished {
                     continue;
                 }
-                let st = match slot.idle_until {
-                    Some(t) if t <= now => self.advance(slot),
-                    Some(_) => continue,
-                    None => match slot.conn.check_overdue(now) {
-                        Ok(()) => continue,
-                        Err(e) => self.on_error(slot, e),
-                    },
+                let st = match self.due(slot, now) {
+                    Due::Nothing => continue,
+                    Due::Step(st) => st,
+                    Due::Overdue(e) => self.on_error(slot, e),
                 };
                 settle(slot, idx, st)?;
             }

@@ -10,6 +10,7 @@ mod assemble;
 mod counters;
 mod event_loop;
 mod intervals;
+mod ring;
 mod schedule;
 mod slot;
 mod worker;

@@ -38,6 +38,8 @@ pub(super) struct Slot {
     pub(super) event_loop: bool,
     /// The socket is not (yet, or after a reconnect no longer) in the epoll set.
     pub(super) needs_register: bool,
+    /// Driven by an io_uring loop: sends are deferred to the ring.
+    pub(super) ring: bool,
     /// A scripted workload's event in progress (tpcc, replay); `None` for the fixed-plan tests.
     pub(super) script: Option<Script>,
     /// Where this connection is in the replayed file.

@@ -17,8 +17,15 @@ use crate::result::ThreadStats;
 use crate::rng::SbRng;
 use crate::schema::BULK_PACKET_SIZE;
 use crate::script::{Flow, Script, Step, StmtReply};
-use crate::settings::{PsMode, TestName};
+use crate::settings::{ClientIo, PsMode, TestName};
 use crate::workload::{push_int, Draws, Op, StmtKind};
+
+/// See [`Worker::due`].
+pub(super) enum Due {
+    Nothing,
+    Step(Status),
+    Overdue(DbError),
+}
 
 pub(super) struct Worker<'a> {
     pub(super) sh: &'a Shared,
@@ -284,6 +291,7 @@ impl<'a> Worker<'a> {
                         }
                         slot.needs_register = true;
                     }
+                    slot.conn.defer_sends(slot.ring);
                     break;
                 }
                 Err(_) => thread::sleep(Duration::from_millis(1)),
@@ -327,6 +335,20 @@ impl<'a> Worker<'a> {
                     ("mysql_stmt_execute", kind.sql(table, &self.sh.w.settings))
                 }
             }
+        }
+    }
+
+    /// What an idle or waiting slot needs at `now`: nothing yet, its next step (its idle time is
+    /// over), or the timeout of a reply that is overdue (a server that stalls with the socket
+    /// open must not hang the run).
+    pub(super) fn due(&mut self, slot: &mut Slot, now: Instant) -> Due {
+        match slot.idle_until {
+            Some(t) if t <= now => Due::Step(self.advance(slot)),
+            Some(_) => Due::Nothing,
+            None => match slot.conn.check_overdue(now) {
+                Ok(()) => Due::Nothing,
+                Err(e) => Due::Overdue(e),
+            },
         }
     }
 
@@ -407,6 +429,7 @@ pub(super) fn worker_main(
                     idle_until: None,
                     event_loop: false,
                     needs_register: false,
+                    ring: false,
                     script: matches!(sh.w.settings.test, TestName::Tpcc | TestName::Replay)
                         .then(Script::default),
                     replay: sh.w.replay.as_ref().map(|f| {
@@ -433,34 +456,52 @@ pub(super) fn worker_main(
         sum_ns: 0,
     };
     if !sh.stop.load(Ordering::Relaxed) {
-        if slots.len() == 1 {
-            worker.run_single(&mut slots[0]);
-        } else if let Err(e) = worker.run_many(&mut slots) {
+        let r = match sh.w.settings.client_io {
+            ClientIo::Uring => {
+                for slot in slots.iter_mut() {
+                    slot.ring = true;
+                }
+                worker.run_ring(&mut slots)
+            }
+            ClientIo::Epoll if slots.len() == 1 => {
+                worker.run_single(&mut slots[0]);
+                Ok(())
+            }
+            ClientIo::Epoll => worker.run_many(&mut slots),
+        };
+        if let Err(e) = r {
             sh.fail(format!("FATAL: event loop failed: {e}"), 0);
         }
     }
-    WorkerOut {
-        threads: slots
-            .iter()
-            .map(|s| {
-                (
-                    s.tid,
-                    ThreadStats {
-                        events: s.events,
-                        time_s: s.busy_ns as f64 / 1e9,
-                    },
-                )
-            })
-            .collect(),
-        hdr: worker.hdr,
-        min_ns: worker.min_ns,
-        max_ns: worker.max_ns,
-        sum_ns: worker.sum_ns,
-        replay: slots
-            .iter()
-            .fold(crate::replay::ReplayCounts::default(), |mut a, s| {
-                a.merge(&s.counted);
-                a
-            }),
+    worker.out(&slots)
+}
+
+impl Worker<'_> {
+    /// What the worker hands back: each connection's events and time, the latency record.
+    fn out(self, slots: &[Slot]) -> WorkerOut {
+        WorkerOut {
+            threads: slots
+                .iter()
+                .map(|s| {
+                    (
+                        s.tid,
+                        ThreadStats {
+                            events: s.events,
+                            time_s: s.busy_ns as f64 / 1e9,
+                        },
+                    )
+                })
+                .collect(),
+            hdr: self.hdr,
+            min_ns: self.min_ns,
+            max_ns: self.max_ns,
+            sum_ns: self.sum_ns,
+            replay: slots
+                .iter()
+                .fold(crate::replay::ReplayCounts::default(), |mut a, s| {
+                    a.merge(&s.counted);
+                    a
+                }),
+        }
     }
 }

@@ -3,7 +3,7 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
-use oltp::settings::{Settings, TestName};
+use oltp::settings::{ClientIo, Settings, TestName};
 use oltp::{Quiet, RunError};
 use testsupport::TestServer;
 
@@ -128,45 +128,60 @@ fn server_death_stops_the_run_with_statistics_so_far() {
     assert!(!partial.complete);
 }
 
+/// For both client loops: the epoll one and the io_uring one (whose reads in flight end with the
+/// connection and whose new connection must join the ring).
 #[test]
 fn listed_connection_errors_reconnect_and_count_reconnects() {
     let mut srv = TestServer::start().unwrap();
-    let mut s = settings(&srv, TestName::OltpPointSelect);
-    s.time_s = 6;
-    s.threads = 2;
-    s.client_threads = 1;
-    s.ignore_errors = "2013,2006,2002,2003".parse().unwrap();
-    oltp::schema::prepare(&s, &|_| {}).unwrap();
-    let r = thread::scope(|scope| {
-        let h = scope.spawn(|| oltp::run(&s, &mut Quiet));
-        thread::sleep(Duration::from_millis(1500));
-        srv.kill();
-        thread::sleep(Duration::from_millis(500));
-        srv.launch().unwrap();
-        h.join().unwrap()
-    })
-    .expect("the run survives a restart when connection errors are listed");
-    assert!(
-        r.reconnects >= 2,
-        "both connections reconnect: {}",
-        r.reconnects
-    );
-    assert!(r.ignored_errors == 0);
-    assert!(r.transactions > 100);
+    for io in [ClientIo::Epoll, ClientIo::Uring] {
+        let _alone = (io == ClientIo::Uring).then(crate::ring_tests);
+        let mut s = settings(&srv, TestName::OltpPointSelect);
+        s.time_s = 6;
+        s.threads = 2;
+        s.client_threads = 1;
+        s.client_io = io;
+        s.ignore_errors = "2013,2006,2002,2003".parse().unwrap();
+        if io == ClientIo::Epoll {
+            oltp::schema::prepare(&s, &|_| {}).unwrap();
+        }
+        let r = thread::scope(|scope| {
+            let h = scope.spawn(|| oltp::run(&s, &mut Quiet));
+            thread::sleep(Duration::from_millis(1500));
+            srv.kill();
+            thread::sleep(Duration::from_millis(500));
+            srv.launch().unwrap();
+            h.join().unwrap()
+        })
+        .expect("the run survives a restart when connection errors are listed");
+        assert!(
+            r.reconnects >= 2,
+            "{io:?}: both connections reconnect: {}",
+            r.reconnects
+        );
+        assert!(r.ignored_errors == 0);
+        assert!(r.transactions > 100);
+    }
 }
 
 /// A server that stops answering with its sockets open (SIGSTOP: a stuck server, a frozen VM)
-/// ends the run with a timeout naming the limit, for a thread with one connection (blocking reads)
-/// and for one driving several (the epoll loop) alike.
+/// ends the run with a timeout naming the limit, for a thread with one connection (blocking reads),
+/// for one driving several (the epoll loop) and for the io_uring loop (its reads in flight
+/// cancelled before the connection is given up) alike.
 #[test]
 fn a_stalled_server_ends_the_run_with_a_named_timeout_not_a_hang() {
     let srv = TestServer::start().unwrap();
     let pid = srv.pid().unwrap() as i32;
     oltp::schema::prepare(&settings(&srv, TestName::OltpPointSelect), &|_| {}).unwrap();
-    for client_threads in [2, 1] {
+    for (client_threads, io) in [
+        (2, ClientIo::Epoll),
+        (1, ClientIo::Epoll),
+        (1, ClientIo::Uring),
+    ] {
+        let _alone = (io == ClientIo::Uring).then(crate::ring_tests);
         let mut s = settings(&srv, TestName::OltpPointSelect);
         s.threads = 2;
         s.client_threads = client_threads;
+        s.client_io = io;
         s.time_s = 60;
         s.conn.read_timeout_ms = 1500;
         let t0 = Instant::now();
@@ -182,7 +197,7 @@ fn a_stalled_server_ends_the_run_with_a_named_timeout_not_a_hang() {
         let took = t0.elapsed();
         assert!(
             took < Duration::from_secs(12),
-            "{client_threads} client thread(s): the run must end soon after the limit, took {took:?}"
+            "{client_threads} client thread(s), {io:?}: the run must end soon after the limit, took {took:?}"
         );
         let (message, code, partial) = failure(result);
         assert_eq!(code, 2013, "{message}");

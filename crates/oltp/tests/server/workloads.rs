@@ -7,7 +7,7 @@ use testsupport::TestServer;
 
 const ROWS: u64 = 2000;
 
-fn settings(srv: &TestServer, test: TestName, events: u64) -> Settings {
+pub(crate) fn settings(srv: &TestServer, test: TestName, events: u64) -> Settings {
     let mut s = Settings::new(test);
     s.conn = srv.conn_socket();
     s.schema.table_size = ROWS;

@@ -14,8 +14,8 @@ use oltp::report::{final_report, header, interval_line};
 use oltp::result::Interval;
 use oltp::rng::{RandSettings, RandType};
 use oltp::settings::{
-    ConnSettings, IgnoreErrors, IsolationLevel, PsMode, Schema, Settings, TestName, TpccOptions,
-    TrxShape,
+    ClientIo, ConnSettings, IgnoreErrors, IsolationLevel, PsMode, Schema, Settings, TestName,
+    TpccOptions, TrxShape,
 };
 use oltp::{Observer, RunError, RunResult};
 
@@ -97,6 +97,10 @@ pub struct OltpArgs {
     /// Pin the client's threads to these CPUs (e.g. 0-1); keep them apart from the server's.
     #[arg(long = "client-cpus", alias = "client_cpus", value_parser = parse_cpus, default_value = "")]
     client_cpus: CpuList,
+    /// How the client waits for replies: epoll (a send and a recv per statement) or io_uring
+    /// (a statement's write and its reply's read in one submission, one system call per wake-up).
+    #[arg(long = "client-io", alias = "client_io", default_value = "epoll")]
+    client_io: ClientIoArg,
     /// Time limit in seconds (0: none).
     #[arg(long, default_value_t = defaults().time_s)]
     time: u64,
@@ -288,6 +292,12 @@ pub struct OltpArgs {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum ClientIoArg {
+    Epoll,
+    Uring,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 enum PsModeArg {
     Auto,
     Disable,
@@ -321,6 +331,10 @@ impl OltpArgs {
             threads: self.threads,
             client_threads: self.client_threads,
             client_cpus: self.client_cpus.0.clone(),
+            client_io: match self.client_io {
+                ClientIoArg::Uring => ClientIo::Uring,
+                ClientIoArg::Epoll => ClientIo::Epoll,
+            },
             time_s: self.time,
             events: self.events,
             rate: self.rate,
@@ -517,6 +531,7 @@ mod tests {
             "--skip-trx",
             "--db-ps-mode=disable",
             "--mysql-ignore-errors=all",
+            "--client-io=uring",
         ])
         .unwrap();
         let s = a.oltp.settings();
@@ -525,6 +540,7 @@ mod tests {
         assert!(s.trx.skip_trx);
         assert_eq!(s.ps_mode, PsMode::Disable);
         assert!(s.ignore_errors.all);
+        assert_eq!(s.client_io, ClientIo::Uring);
         assert_ne!(s, defaults());
     }
 }
