@@ -101,6 +101,85 @@ pub fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
+/// What [`sync_tree`] did: the files it copied (their bytes) and the entries it removed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Synced {
+    pub files: u64,
+    pub bytes: u64,
+    pub removed: u64,
+    /// The largest files copied (path under the tree, bytes), largest first, at most five.
+    pub largest: Vec<(String, u64)>,
+}
+
+/// Makes the tree `to` equal to `from`, copying only the files whose size or modification time
+/// differ, and removing what `from` lacks. Each copy takes its source's modification time, so a
+/// file nobody wrote since is found equal next time: a server that only read its tables has
+/// them restored for nothing (docs/bench/dataset-reset.md).
+pub fn sync_tree(from: &Path, to: &Path) -> Result<Synced> {
+    let mut done = Synced::default();
+    sync_into(from, to, from, &mut done)?;
+    Ok(done)
+}
+
+fn sync_into(from: &Path, to: &Path, root: &Path, done: &mut Synced) -> Result<()> {
+    fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    let mut wanted = std::collections::HashSet::new();
+    for e in fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let e = e?;
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        wanted.insert(e.file_name());
+        let existing = fs::symlink_metadata(&dst).ok();
+        if e.file_type()?.is_dir() {
+            if existing.as_ref().is_some_and(|m| !m.is_dir()) {
+                fs::remove_file(&dst).with_context(|| format!("removing {}", dst.display()))?;
+                done.removed += 1;
+            }
+            sync_into(&src, &dst, root, done)?;
+            continue;
+        }
+        let meta = e.metadata()?;
+        let mtime = meta.modified()?;
+        let same = existing.as_ref().is_some_and(|m| {
+            m.is_file() && m.len() == meta.len() && m.modified().ok() == Some(mtime)
+        });
+        if same {
+            continue;
+        }
+        if existing.as_ref().is_some_and(|m| m.is_dir()) {
+            fs::remove_dir_all(&dst).with_context(|| format!("removing {}", dst.display()))?;
+            done.removed += 1;
+        }
+        fs::copy(&src, &dst)
+            .with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
+        File::options()
+            .write(true)
+            .open(&dst)
+            .and_then(|f| f.set_modified(mtime))
+            .with_context(|| format!("dating {}", dst.display()))?;
+        done.files += 1;
+        done.bytes += meta.len();
+        let name = src.strip_prefix(root).unwrap_or(&src).display().to_string();
+        done.largest.push((name, meta.len()));
+        done.largest.sort_by_key(|f| std::cmp::Reverse(f.1));
+        done.largest.truncate(5);
+    }
+    for e in fs::read_dir(to).with_context(|| format!("reading {}", to.display()))? {
+        let e = e?;
+        if wanted.contains(&e.file_name()) {
+            continue;
+        }
+        let p = e.path();
+        if e.file_type()?.is_dir() {
+            fs::remove_dir_all(&p)
+        } else {
+            fs::remove_file(&p)
+        }
+        .with_context(|| format!("removing {}", p.display()))?;
+        done.removed += 1;
+    }
+    Ok(())
+}
+
 /// Every regular file under `root` whose name ends with `ext` (any file for ""), sorted.
 pub fn files_under(root: &Path, ext: &str) -> Result<Vec<PathBuf>> {
     fn walk(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) -> Result<()> {
@@ -274,5 +353,37 @@ mod tests {
         assert_eq!(hex(&[0, 255]), "00ff");
         assert_eq!(value_hash(&1).unwrap(), value_hash(&1).unwrap());
         assert_ne!(value_hash(&1).unwrap(), value_hash(&2).unwrap());
+    }
+
+    #[test]
+    fn sync_tree_copies_only_what_differs_and_removes_what_the_source_lacks() {
+        let t = tempfile::tempdir().unwrap();
+        let (a, b) = (t.path().join("a"), t.path().join("b"));
+        fs::create_dir_all(a.join("db")).unwrap();
+        fs::write(a.join("db/big.ibd"), vec![7u8; 100_000]).unwrap();
+        fs::write(a.join("ibdata1"), b"system").unwrap();
+        // The first sync is a whole copy.
+        let first = sync_tree(&a, &b).unwrap();
+        assert_eq!((first.files, first.bytes, first.removed), (2, 100_006, 0));
+        assert_eq!(fs::read(b.join("db/big.ibd")).unwrap(), vec![7u8; 100_000]);
+        // Nothing written since: nothing copied.
+        assert_eq!(sync_tree(&a, &b).unwrap(), Synced::default());
+        assert_eq!(first.largest[0], ("db/big.ibd".to_string(), 100_000));
+        // A server wrote one file (same size, new time) and made others: only those change.
+        let ino = |p: &Path| std::os::unix::fs::MetadataExt::ino(&fs::metadata(p).unwrap());
+        let big_ino = ino(&b.join("db/big.ibd"));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        fs::write(b.join("ibdata1"), b"SYSTEM").unwrap();
+        fs::write(b.join("db/new.ibd"), b"temp").unwrap();
+        fs::create_dir_all(b.join("tmpdir/x")).unwrap();
+        let again = sync_tree(&a, &b).unwrap();
+        assert_eq!((again.files, again.bytes, again.removed), (1, 6, 2));
+        assert_eq!(fs::read(b.join("ibdata1")).unwrap(), b"system");
+        assert!(!b.join("db/new.ibd").exists() && !b.join("tmpdir").exists());
+        assert_eq!(
+            ino(&b.join("db/big.ibd")),
+            big_ino,
+            "the untouched table was left alone"
+        );
     }
 }

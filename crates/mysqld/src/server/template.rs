@@ -279,14 +279,47 @@ pub fn start_copy(template: &Path, spec: &ServerSpec, instance_dir: &Path) -> Re
             instance_dir.display()
         );
     }
+    start_synced(template, spec, instance_dir).map(|(srv, _)| srv)
+}
+
+/// [`start_copy`] for a directory a previous round may have left: the first time a copy of the
+/// template, after that only the files the last server there wrote are restored (a round of
+/// read-only workloads restores a few small files, not the dataset). Returns what was restored.
+pub fn start_synced(
+    template: &Path,
+    spec: &ServerSpec,
+    instance_dir: &Path,
+) -> Result<(Server, crate::infra::fs::Synced)> {
     let state = ServerState::load(template)?;
+    if let Ok(old) = ServerState::load(instance_dir) {
+        // Never replace the files of a server that still runs there (a crashed run's).
+        if old.pid != 0 && crate::infra::pid_alive(old.pid) {
+            let exe = fs::read_link(format!("/proc/{}/exe", old.pid));
+            if exe.is_ok_and(|e| e == old.binary) {
+                anyhow::bail!(
+                    "a server from {} is still running (pid {}); stop it first",
+                    instance_dir.display(),
+                    old.pid
+                );
+            }
+        }
+    }
     fs::create_dir_all(instance_dir)
         .with_context(|| format!("creating {}", instance_dir.display()))?;
-    let copied = crate::infra::fs::copy_tree(&template.join("data"), &instance_dir.join("data"));
-    if let Err(e) = copied {
-        let _ = fs::remove_dir_all(instance_dir);
-        return Err(e.context(format!("copying the template {}", template.display())));
+    let synced = crate::infra::fs::sync_tree(&template.join("data"), &instance_dir.join("data"));
+    let synced = match synced {
+        Ok(s) => s,
+        Err(e) => {
+            // Half-restored data must not be taken for the template's next time.
+            let _ = fs::remove_dir_all(instance_dir);
+            return Err(e.context(format!("restoring the template {}", template.display())));
+        }
+    };
+    // The last server's leftovers go: each start gets a fresh log and scratch directory.
+    for d in ["run", "tmp"] {
+        let _ = fs::remove_dir_all(instance_dir.join(d));
     }
+    let _ = fs::remove_file(instance_dir.join("error.log"));
     let moved = ServerState {
         instance_dir: instance_dir.to_path_buf(),
         datadir: instance_dir.join("data"),
@@ -299,5 +332,5 @@ pub fn start_copy(template: &Path, spec: &ServerSpec, instance_dir: &Path) -> Re
     )?;
     let mut srv = Server::start(spec, instance_dir)?;
     srv.rotate_password()?;
-    Ok(srv)
+    Ok((srv, synced))
 }

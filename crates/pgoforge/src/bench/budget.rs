@@ -58,7 +58,7 @@ impl Machine {
 /// datadir copy per server (the sliced design keeps them all up; a plain one still keeps each
 /// round's copies until the round ends), each with its redo log and system tablespace.
 pub fn disk_mb(spec: &BenchSpec, config: &ServerConfig, servers: usize) -> f64 {
-    let per_datadir = data_mb(spec) + config.redo_log_mb as f64 + DATADIR_BASE_MB;
+    let per_datadir = data_mb(spec) + config.redo_mb() as f64 + DATADIR_BASE_MB;
     per_datadir * (1 + servers) as f64
 }
 

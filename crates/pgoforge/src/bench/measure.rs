@@ -1,7 +1,6 @@
 //! One contender's server started for a round, and one measured run against it: what the
 //! benchmark's rounds and the thread probe before them ([`super::saturate`]) both do.
 
-use std::fs;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -28,9 +27,9 @@ pub struct Bench<'a> {
     pub log: &'a dyn Fn(&str),
 }
 
-/// Starts `c`'s server for `round` on a fresh copy of the template, in its own instance directory
-/// under the run directory (returned, to be removed after), its buffer pool holding the whole
-/// dataset before any cell ([`crate::server::prewarm`]: a cold pool made the round's first
+/// Starts `c`'s server for `round` on the template's dataset, in the contender's own instance
+/// directory under the run directory (kept from round to round, removed when the benchmark
+/// ends), its buffer pool holding the whole dataset before any cell ([`crate::server::prewarm`]: a cold pool made the round's first
 /// cell of a workload climb through its slices).
 pub fn start_contender(
     c: &Contender,
@@ -39,7 +38,7 @@ pub fn start_contender(
     dir: &Path,
     round: u32,
     log: &dyn Fn(&str),
-) -> Result<(crate::server::Server, std::path::PathBuf)> {
+) -> Result<crate::server::Server> {
     let mut spec = ServerSpec {
         binary: c.binary.clone(),
         ..base_spec
@@ -47,10 +46,18 @@ pub fn start_contender(
     if let Some(mb) = c.buffer_pool_mb {
         spec.config.buffer_pool_mb = mb;
     }
-    let inst = dir.join("instances").join(format!("r{round}-{}", c.name));
-    let _ = fs::remove_dir_all(&inst);
-    let srv =
-        template::start_copy(tpl, &spec, &inst).with_context(|| format!("starting {}", c.name))?;
+    // The last round's datadir, with only the files its server wrote restored from the template:
+    // a copy of the whole dataset for every server and round cost as much as the round's cells
+    // at seed 004's 7.7 GB, and read-only rounds write next to nothing (docs/bench/dataset-reset.md).
+    let inst = instances_dir(dir).join(&c.name);
+    let (srv, restored) = template::start_synced(tpl, &spec, &inst)
+        .with_context(|| format!("starting {}", c.name))?;
+    log(&format!(
+        "round {round}: {}'s datadir: {} file(s) restored from the template ({} MiB)",
+        c.name,
+        restored.files,
+        restored.bytes >> 20
+    ));
     let warm = srv
         .prewarm()
         .with_context(|| format!("reading the dataset into {}'s buffer pool", c.name))?;
@@ -74,7 +81,12 @@ pub fn start_contender(
             pool_bytes >> 20
         )),
     }
-    Ok((srv, inst))
+    Ok(srv)
+}
+
+/// Where the contenders' datadirs live during a benchmark.
+pub fn instances_dir(dir: &Path) -> std::path::PathBuf {
+    dir.join("instances")
 }
 
 /// A warm-up of `warmup` seconds, then `seconds` measured (none: the warm-up alone).

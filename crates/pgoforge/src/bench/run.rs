@@ -141,6 +141,8 @@ pub fn benchmark(
             rounds_here += 1;
         }
     }
+    // The contenders' datadirs, kept from round to round, are a dataset each: not kept after.
+    let _ = fs::remove_dir_all(super::measure::instances_dir(dir));
     Ok(())
 }
 
@@ -296,7 +298,7 @@ fn plain_round(
         if cells.is_empty() {
             continue;
         }
-        let (mut srv, inst) = start_contender(c, base_spec.clone(), tpl, dir, round, log)?;
+        let mut srv = start_contender(c, base_spec.clone(), tpl, dir, round, log)?;
         client.admit(&srv)?;
         let rtt_us = client.round_trip_us(&client.conn(&srv))?;
         for (w, t) in cells {
@@ -350,7 +352,6 @@ fn plain_round(
             }
         }
         srv.stop().with_context(|| format!("stopping {}", c.name))?;
-        let _ = fs::remove_dir_all(&inst);
     }
     Ok(())
 }
@@ -502,7 +503,7 @@ fn sliced_round(
     }
     let mut servers = Vec::new();
     for &ci in order {
-        let (srv, inst) = start_contender(
+        let srv = start_contender(
             &plan.contenders[ci],
             base_spec.clone(),
             tpl,
@@ -512,13 +513,13 @@ fn sliced_round(
         )?;
         client.admit(&srv)?;
         let rtt_us = client.round_trip_us(&client.conn(&srv))?;
-        servers.push((ci, srv, inst, rtt_us));
+        servers.push((ci, srv, rtt_us));
     }
     let slices = (plan.spec.seconds / slice).max(1);
     let mut written = 0;
     for (w, t) in cells {
         if plan.spec.warmup_seconds > 0 {
-            for (ci, srv, _, _) in &servers {
+            for (ci, srv, _) in &servers {
                 let c = &plan.contenders[*ci];
                 measure_for(
                     plan,
@@ -537,7 +538,7 @@ fn sliced_round(
         for k in 0..slices {
             for position in 0..servers.len() {
                 // Rotate who goes first, slice by slice.
-                let (ci, srv, _, rtt_us) = &servers[(position + k as usize) % servers.len()];
+                let (ci, srv, rtt_us) = &servers[(position + k as usize) % servers.len()];
                 let c = &plan.contenders[*ci];
                 let (r, load) = measure_for(plan, c, srv, w, t, client_cpus, client, 0, slice)?;
                 recs.push(Record {
@@ -573,10 +574,9 @@ fn sliced_round(
         ));
         written += plan.contenders.iter().filter(|c| missing(&c.name)).count() as u64;
     }
-    for (ci, mut srv, inst, _) in servers {
+    for (ci, mut srv, _) in servers {
         srv.stop()
             .with_context(|| format!("stopping {}", plan.contenders[ci].name))?;
-        let _ = fs::remove_dir_all(&inst);
     }
     Ok(written)
 }

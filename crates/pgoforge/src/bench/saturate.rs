@@ -287,7 +287,7 @@ pub(super) fn run(env: &super::measure::Bench) -> Result<Saturation> {
     let plan = env.plan;
     let mut servers = Vec::new();
     for c in probed(plan) {
-        let (srv, inst) = super::measure::start_contender(
+        let srv = super::measure::start_contender(
             c,
             env.base_spec.clone(),
             env.tpl,
@@ -297,7 +297,7 @@ pub(super) fn run(env: &super::measure::Bench) -> Result<Saturation> {
         )?;
         env.client.admit(&srv)?;
         let rtt = env.client.round_trip_us(&env.client.conn(&srv))?;
-        servers.push((c, srv, inst, rtt));
+        servers.push((c, srv, rtt));
     }
     let start = plan.spec.threads.iter().copied().max().unwrap_or(4);
     let warmup = plan.spec.warmup_seconds.min(PROBE_WARMUP_SECONDS);
@@ -313,7 +313,7 @@ pub(super) fn run(env: &super::measure::Bench) -> Result<Saturation> {
         let mut t = start;
         let (threads, why) = loop {
             let mut probes = Vec::new();
-            for (c, srv, _, rtt) in &servers {
+            for (c, srv, rtt) in &servers {
                 let (r, load) = super::measure::measure_for(
                     plan,
                     c,
@@ -351,10 +351,10 @@ pub(super) fn run(env: &super::measure::Bench) -> Result<Saturation> {
         choices.push(choice);
     }
     let probed: Vec<String> = servers.iter().map(|(c, ..)| c.name.clone()).collect();
-    for (c, mut srv, inst, _) in servers {
+    // Their datadirs stay for round 1, which restores only what the probe wrote.
+    for (c, mut srv, _) in servers {
         srv.stop()
             .with_context(|| format!("stopping {} after the probe", c.name))?;
-        let _ = std::fs::remove_dir_all(&inst);
     }
     Ok(Saturation {
         choices,
