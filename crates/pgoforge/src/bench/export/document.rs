@@ -287,9 +287,50 @@ pub fn headline_table(h: &crate::bench::report::Headline) -> Table {
 
 fn setup(r: &Report) -> Vec<Block> {
     vec![Block::Paragraph(format!(
-        "{} rounds (interleaved: every contender once per round, back to back), {} s per run after {} s warm-up, {} tables x {} rows, buffer pool {} MiB.",
-        r.rounds_found, r.plan.spec.seconds, r.plan.spec.warmup_seconds, r.plan.spec.tables, r.plan.spec.table_size, r.plan.config.buffer_pool_mb
+        "{} rounds (interleaved: every contender once per round, back to back), {} s per run after {} s warm-up, {} tables x {} rows, buffer pool {} MiB. {}",
+        r.rounds_found, r.plan.spec.seconds, r.plan.spec.warmup_seconds, r.plan.spec.tables, r.plan.spec.table_size, r.plan.config.buffer_pool_mb,
+        pool_state(r)
     ))]
+}
+
+/// Whether the cells measure a warm buffer pool or a cold one, pool size by pool size: a server
+/// whose dataset does not fit in [`MAX_POOL_SHARE_PCT`] of its pool cannot read it all before
+/// its first cell (crate::server::prewarm) and starts each round with an empty pool.
+///
+/// [`MAX_POOL_SHARE_PCT`]: crate::server::prewarm::MAX_POOL_SHARE_PCT
+pub fn pool_state(r: &Report) -> String {
+    let data = crate::bench::budget::data_mb(&r.plan.spec);
+    let pools: std::collections::BTreeSet<u64> = r
+        .plan
+        .contenders
+        .iter()
+        .map(|c| r.plan.buffer_pool_mb_of(c))
+        .collect();
+    let fits = |pool: u64| data <= (pool * crate::server::prewarm::MAX_POOL_SHARE_PCT / 100) as f64;
+    let list = |warm: bool| {
+        pools
+            .iter()
+            .filter(|p| fits(**p) == warm)
+            .map(|p| format!("{p} MiB"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (warm, cold) = (list(true), list(false));
+    let cold_sentence = format!(
+        "cold at {cold}: the dataset (~{data:.0} MiB) is larger than {}% of the pool, so every \
+         server starts each round with an empty pool and reads as it goes (the operating \
+         system's page cache is not dropped: those reads may come from memory)",
+        crate::server::prewarm::MAX_POOL_SHARE_PCT
+    );
+    match (warm.is_empty(), cold.is_empty()) {
+        (_, true) => {
+            format!("Buffer pool warm: the dataset (~{data:.0} MiB) fits in the pool ({warm}).")
+        }
+        (true, false) => format!("Buffer pool {cold_sentence}."),
+        (false, false) => format!(
+            "Buffer pool warm at {warm}, where the dataset (~{data:.0} MiB) fits; {cold_sentence}."
+        ),
+    }
 }
 
 fn method(r: &Report) -> Vec<Block> {
