@@ -164,15 +164,7 @@ impl Conn {
     pub(super) fn fill(&mut self) -> Result<bool, DbError> {
         loop {
             match self.stream.read(self.rbuf.spare()) {
-                Ok(0) => {
-                    return Err(lost(
-                        &self.endpoint,
-                        io::Error::new(
-                            io::ErrorKind::UnexpectedEof,
-                            "the server closed the connection",
-                        ),
-                    ))
-                }
+                Ok(0) => return Err(self.closed()),
                 Ok(n) => {
                     self.rbuf.filled(n);
                     return Ok(true);
@@ -236,8 +228,13 @@ impl Conn {
     /// Sends the encoded command and arms the parser for its reply. With sends deferred the
     /// command stays in [`Conn::pending_out`] for the caller's ring to submit.
     pub fn send(&mut self, expect: Expect) -> Result<(), DbError> {
+        self.arm(expect, !self.deferred)
+    }
+
+    /// Arms the parser for the reply to the encoded command, writing the command first if `write`.
+    fn arm(&mut self, expect: Expect, write: bool) -> Result<(), DbError> {
         self.parser.reset(expect);
-        if !self.deferred {
+        if write {
             self.flush()?;
         }
         self.sent_at = Some(Instant::now());
@@ -271,13 +268,7 @@ impl Conn {
     /// complete. Zero bytes is the server closing the connection.
     pub fn received(&mut self, n: usize) -> Result<Option<Reply>, DbError> {
         if n == 0 {
-            return Err(lost(
-                &self.endpoint,
-                io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the server closed the connection",
-                ),
-            ));
+            return Err(self.closed());
         }
         self.rbuf.filled(n);
         let r = self.parser.feed(&mut self.rbuf)?;
@@ -285,6 +276,17 @@ impl Conn {
             self.sent_at = None;
         }
         Ok(r)
+    }
+
+    /// The error of a read that found the connection closed by the server.
+    fn closed(&self) -> DbError {
+        lost(
+            &self.endpoint,
+            io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the server closed the connection",
+            ),
+        )
     }
 
     /// The connection-lost error for a failed ring read or write (`errno` as the kernel gave it).
@@ -317,9 +319,7 @@ impl Conn {
 
     pub(super) fn roundtrip(&mut self, expect: Expect) -> Result<Reply, DbError> {
         // Set-up and closing calls write now even when the event loop defers its sends.
-        self.parser.reset(expect);
-        self.flush()?;
-        self.sent_at = Some(Instant::now());
+        self.arm(expect, true)?;
         loop {
             if let Some(r) = self.recv()? {
                 return Ok(r);

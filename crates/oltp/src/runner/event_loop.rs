@@ -3,7 +3,7 @@
 use std::thread;
 use std::time::Instant;
 
-use super::slot::{Slot, Status};
+use super::slot::{next_wake, Slot, Status};
 use super::worker::{Due, Worker};
 
 impl Worker<'_> {
@@ -71,17 +71,10 @@ impl Worker<'_> {
         }
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; slots.len().min(256)];
         while !slots.iter().all(|s| s.finished) {
-            // Wake for the next idle slot, or for the first reply that would be overdue (a
-            // server that stalls with the socket open must not hang the run).
-            let timeout = slots
-                .iter()
-                .filter(|s| !s.finished)
-                .filter_map(|s| s.idle_until.or_else(|| s.conn.reply_due()))
-                .min()
-                .map_or(-1, |t| {
-                    let d = t.saturating_duration_since(Instant::now());
-                    d.as_micros().div_ceil(1000) as i32
-                });
+            let timeout = next_wake(slots).map_or(-1, |t| {
+                let d = t.saturating_duration_since(Instant::now());
+                d.as_micros().div_ceil(1000) as i32
+            });
             // SAFETY: `events` is a valid buffer of the given length.
             let n =
                 unsafe { libc::epoll_wait(ep, events.as_mut_ptr(), events.len() as i32, timeout) };

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use io_uring::types::{CancelBuilder, SubmitArgs, Timespec};
 use io_uring::{opcode, squeue, types, IoUring};
 
-use super::slot::{Slot, Status};
+use super::slot::{next_wake, Slot, Status};
 use super::worker::{Due, Worker};
 use crate::proto::DbError;
 
@@ -78,14 +78,7 @@ impl Worker<'_> {
         }
         let mut done: Vec<(u64, i32)> = Vec::with_capacity(slots.len() * 2);
         while !slots.iter().all(|s| s.finished) {
-            // Wake for the next idle slot, or for the first reply that would be overdue (a server
-            // that stalls with the socket open must not hang the run).
-            let wake = slots
-                .iter()
-                .filter(|s| !s.finished)
-                .filter_map(|s| s.idle_until.or_else(|| s.conn.reply_due()))
-                .min();
-            let entered = match wake {
+            let entered = match next_wake(slots) {
                 None => ring.submit_and_wait(1),
                 Some(t) => {
                     let d = t.saturating_duration_since(Instant::now());
@@ -189,8 +182,6 @@ fn settle(
     if !matches!(st, Status::Waiting) || slot.finished {
         return Ok(());
     }
-    // A reconnect opened a new connection, whose sends must be deferred too.
-    slot.conn.defer_sends(true);
     let fd = types::Fd(slot.conn.fd());
     let ud = tag(idx, flight.generation);
     let out = slot.conn.pending_out();

@@ -38,8 +38,6 @@ pub(super) struct Slot {
     pub(super) event_loop: bool,
     /// The socket is not (yet, or after a reconnect no longer) in the epoll set.
     pub(super) needs_register: bool,
-    /// Driven by an io_uring loop: sends are deferred to the ring.
-    pub(super) ring: bool,
     /// A scripted workload's event in progress (tpcc, replay); `None` for the fixed-plan tests.
     pub(super) script: Option<Script>,
     /// Where this connection is in the replayed file.
@@ -53,6 +51,17 @@ pub(super) enum Status {
     Waiting,
     Idle(Instant),
     Finished,
+}
+
+/// When the first of `slots` needs the worker again without a reply: its idle time ends, or the
+/// reply it waits for is overdue (a server that stalls with the socket open must not hang the
+/// run). `None`: nothing but a reply will.
+pub(super) fn next_wake(slots: &[Slot]) -> Option<Instant> {
+    slots
+        .iter()
+        .filter(|s| !s.finished)
+        .filter_map(|s| s.idle_until.or_else(|| s.conn.reply_due()))
+        .min()
 }
 
 /// What a worker hands back when its connections are done.

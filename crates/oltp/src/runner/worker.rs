@@ -291,7 +291,9 @@ impl<'a> Worker<'a> {
                         }
                         slot.needs_register = true;
                     }
-                    slot.conn.defer_sends(slot.ring);
+                    // The io_uring loop writes each command itself, the new connection's too.
+                    slot.conn
+                        .defer_sends(self.sh.w.settings.client_io == ClientIo::Uring);
                     break;
                 }
                 Err(_) => thread::sleep(Duration::from_millis(1)),
@@ -429,7 +431,6 @@ pub(super) fn worker_main(
                     idle_until: None,
                     event_loop: false,
                     needs_register: false,
-                    ring: false,
                     script: matches!(sh.w.settings.test, TestName::Tpcc | TestName::Replay)
                         .then(Script::default),
                     replay: sh.w.replay.as_ref().map(|f| {
@@ -457,12 +458,7 @@ pub(super) fn worker_main(
     };
     if !sh.stop.load(Ordering::Relaxed) {
         let r = match sh.w.settings.client_io {
-            ClientIo::Uring => {
-                for slot in slots.iter_mut() {
-                    slot.ring = true;
-                }
-                worker.run_ring(&mut slots)
-            }
+            ClientIo::Uring => worker.run_ring(&mut slots),
             ClientIo::Epoll if slots.len() == 1 => {
                 worker.run_single(&mut slots[0]);
                 Ok(())
@@ -473,35 +469,28 @@ pub(super) fn worker_main(
             sh.fail(format!("FATAL: event loop failed: {e}"), 0);
         }
     }
-    worker.out(&slots)
-}
-
-impl Worker<'_> {
-    /// What the worker hands back: each connection's events and time, the latency record.
-    fn out(self, slots: &[Slot]) -> WorkerOut {
-        WorkerOut {
-            threads: slots
-                .iter()
-                .map(|s| {
-                    (
-                        s.tid,
-                        ThreadStats {
-                            events: s.events,
-                            time_s: s.busy_ns as f64 / 1e9,
-                        },
-                    )
-                })
-                .collect(),
-            hdr: self.hdr,
-            min_ns: self.min_ns,
-            max_ns: self.max_ns,
-            sum_ns: self.sum_ns,
-            replay: slots
-                .iter()
-                .fold(crate::replay::ReplayCounts::default(), |mut a, s| {
-                    a.merge(&s.counted);
-                    a
-                }),
-        }
+    WorkerOut {
+        threads: slots
+            .iter()
+            .map(|s| {
+                (
+                    s.tid,
+                    ThreadStats {
+                        events: s.events,
+                        time_s: s.busy_ns as f64 / 1e9,
+                    },
+                )
+            })
+            .collect(),
+        hdr: worker.hdr,
+        min_ns: worker.min_ns,
+        max_ns: worker.max_ns,
+        sum_ns: worker.sum_ns,
+        replay: slots
+            .iter()
+            .fold(crate::replay::ReplayCounts::default(), |mut a, s| {
+                a.merge(&s.counted);
+                a
+            }),
     }
 }
