@@ -19,7 +19,6 @@ mod state;
 mod stop;
 pub mod template;
 
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus};
 use std::time::Duration;
@@ -166,8 +165,7 @@ impl Server {
                     dir.display()
                 );
             }
-            let exe = fs::read_link(format!("/proc/{}/exe", st.pid));
-            if st.pid != 0 && crate::infra::pid_alive(st.pid) && exe.is_ok_and(|e| e == st.binary) {
+            if st.is_running() {
                 bail!(
                     "a server from {} is already running (pid {}); stop it first",
                     dir.display(),

@@ -42,6 +42,12 @@ pub enum Skipped {
 /// the workload adds (undo, new rows, the adaptive structures).
 pub const MAX_POOL_SHARE_PCT: u64 = 80;
 
+/// Whether `data_bytes` of tablespaces fit in a buffer pool of `pool_bytes` (at most
+/// [`MAX_POOL_SHARE_PCT`] of it): the rule a server prewarms by, and a report's warm or cold.
+pub fn fits_in_pool(data_bytes: u64, pool_bytes: u64) -> bool {
+    data_bytes <= pool_bytes / 100 * MAX_POOL_SHARE_PCT
+}
+
 /// The schemas that are the server's own, never a dataset (information_schema has no directory
 /// in the datadir; the others do).
 const SYSTEM_SCHEMAS: [&str; 4] = ["mysql", "sys", "information_schema", "performance_schema"];
@@ -55,7 +61,7 @@ impl Server {
         let mut root = self.state.root()?;
         let data_bytes = dataset_bytes(&self.state.datadir)?;
         let pool_bytes = number(&mut root, "SELECT @@innodb_buffer_pool_size")?;
-        if data_bytes > pool_bytes / 100 * MAX_POOL_SHARE_PCT {
+        if !fits_in_pool(data_bytes, pool_bytes) {
             return Ok(Err(Skipped::TooLarge {
                 data_bytes,
                 pool_bytes,

@@ -35,6 +35,14 @@ pub(super) fn complete() -> bool {
 }
 
 impl ServerState {
+    /// Whether this state's server is running: its process alive (not a zombie) and still the
+    /// recorded binary (a pid reused by another program is not it).
+    pub fn is_running(&self) -> bool {
+        self.pid != 0
+            && crate::infra::pid_alive(self.pid)
+            && fs::read_link(format!("/proc/{}/exe", self.pid)).is_ok_and(|e| e == self.binary)
+    }
+
     pub fn conn_settings(&self) -> ConnSettings {
         ConnSettings {
             sockets: vec![self.socket.clone()],

@@ -107,9 +107,7 @@ pub(super) fn private_socket_dir(state: &ServerState) -> Option<&Path> {
 }
 
 pub(super) fn stop_pid(state: &ServerState, timeout: Duration, error_log: &Path) -> Result<()> {
-    let is_ours =
-        fs::read_link(format!("/proc/{}/exe", state.pid)).is_ok_and(|e| e == state.binary);
-    if !alive(state.pid) || !is_ours {
+    if !state.is_running() {
         bail!(
             "the server of {} (pid {}) is not running; if it was killed, an instrumented server's \
              profile was not written. Error log:\n{}",

@@ -291,18 +291,16 @@ pub fn start_synced(
     instance_dir: &Path,
 ) -> Result<(Server, crate::infra::fs::Synced)> {
     let state = ServerState::load(template)?;
-    if let Ok(old) = ServerState::load(instance_dir) {
-        // Never replace the files of a server that still runs there (a crashed run's).
-        if old.pid != 0 && crate::infra::pid_alive(old.pid) {
-            let exe = fs::read_link(format!("/proc/{}/exe", old.pid));
-            if exe.is_ok_and(|e| e == old.binary) {
-                anyhow::bail!(
-                    "a server from {} is still running (pid {}); stop it first",
-                    instance_dir.display(),
-                    old.pid
-                );
-            }
-        }
+    // Never replace the files of a server that still runs there (a crashed run's).
+    if let Some(old) = ServerState::load(instance_dir)
+        .ok()
+        .filter(ServerState::is_running)
+    {
+        anyhow::bail!(
+            "a server from {} is still running (pid {}); stop it first",
+            instance_dir.display(),
+            old.pid
+        );
     }
     fs::create_dir_all(instance_dir)
         .with_context(|| format!("creating {}", instance_dir.display()))?;

@@ -306,7 +306,8 @@ pub fn pool_state(r: &Report) -> String {
         .iter()
         .map(|c| r.plan.buffer_pool_mb_of(c))
         .collect();
-    let fits = |pool: u64| data <= (pool * crate::server::prewarm::MAX_POOL_SHARE_PCT / 100) as f64;
+    let fits =
+        |pool: u64| crate::server::prewarm::fits_in_pool((data * 1_048_576.0) as u64, pool << 20);
     let list = |warm: bool| {
         pools
             .iter()

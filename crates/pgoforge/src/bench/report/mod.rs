@@ -352,7 +352,7 @@ fn io_bound(plan: &BenchPlan, cells: &mut [Cell]) {
             .iter()
             .find(|k| k.name == c.contender)
             .map_or(plan.config.buffer_pool_mb, |k| plan.buffer_pool_mb_of(k));
-        if data_mb <= (pool * crate::server::prewarm::MAX_POOL_SHARE_PCT / 100) as f64 {
+        if crate::server::prewarm::fits_in_pool((data_mb * 1_048_576.0) as u64, pool << 20) {
             continue;
         }
         let above = format!(
