@@ -33,10 +33,11 @@ cleanup() { if [ "$created_policy" = 1 ]; then $SUDO rm -f "$policy"; fi; }
 trap cleanup EXIT
 
 export DEBIAN_FRONTEND=noninteractive
+# mariadb-plugin-rocksdb: the MyRocks tests load Debian's plugin into the servers they start.
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends \
   mariadb-server mariadb-server-core mariadb-client mariadb-client-core mariadb-common libmariadb3 \
-  mariadb-test mariadb-test-data sysbench procps build-essential pkg-config \
+  mariadb-test mariadb-test-data mariadb-plugin-rocksdb sysbench procps build-essential pkg-config \
   cmake binutils clang-16 llvm-16 lld-16 libclang-rt-16-dev \
   clang-22 llvm-22 lld-22 libclang-rt-22-dev bolt-22 zstd dpkg-dev apt-utils lintian valgrind bubblewrap \
   openssh-server openssh-client iproute2 \

@@ -24,9 +24,67 @@ pub struct ServerConfig {
     pub max_prepared_stmt_count: u32,
     pub performance_schema: bool,
     pub binlog: bool,
+    /// The engine the benchmark's tables use: InnoDB, or MyRocks (MariaDB's RocksDB plugin,
+    /// loaded from the plugin directory found beside the binary). Absent for InnoDB, so every
+    /// configuration written before keeps its hash.
+    #[serde(skip_serializing_if = "Engine::is_innodb")]
+    pub engine: Engine,
     /// Raw `name=value` lines appended to [mysqld], for what the typed settings do not cover.
     pub extra: Vec<String>,
 }
+
+/// The storage engine of a benchmark's tables.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    #[default]
+    InnoDb,
+    RocksDb,
+}
+
+impl Engine {
+    pub fn is_innodb(&self) -> bool {
+        *self == Engine::InnoDb
+    }
+
+    /// The name `ENGINE =` and sysbench's `--mysql-storage-engine` take.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Engine::InnoDb => "innodb",
+            Engine::RocksDb => "rocksdb",
+        }
+    }
+
+    /// The plugin library that provides the engine, for an engine that is not built in.
+    pub fn plugin(&self) -> Option<&'static str> {
+        match self {
+            Engine::InnoDb => None,
+            Engine::RocksDb => Some("ha_rocksdb.so"),
+        }
+    }
+}
+
+impl std::str::FromStr for Engine {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Engine, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "innodb" => Ok(Engine::InnoDb),
+            "rocksdb" | "myrocks" => Ok(Engine::RocksDb),
+            _ => Err(format!(
+                "engine {s:?}: pgoforge benchmarks innodb or rocksdb (MyRocks)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// InnoDB's pool when the tables are MyRocks': the system tables and little else live in it.
+const INNODB_POOL_BESIDE_ROCKSDB_MB: u64 = 128;
 
 impl Default for ServerConfig {
     fn default() -> Self {
@@ -38,6 +96,7 @@ impl Default for ServerConfig {
             max_prepared_stmt_count: 1_000_000,
             performance_schema: false,
             binlog: false,
+            engine: Engine::InnoDb,
             extra: Vec::new(),
         }
     }
@@ -57,6 +116,8 @@ pub struct Instance<'a> {
     pub os_user: Option<&'a str>,
     /// An address listened on besides 127.0.0.1 (a remote benchmark client's way in).
     pub also_listen: Option<std::net::IpAddr>,
+    /// The directory holding the engine's plugin, where the engine needs one.
+    pub plugin_dir: Option<&'a Path>,
 }
 
 impl ServerConfig {
@@ -66,7 +127,11 @@ impl ServerConfig {
     /// for double-write buffer flush", for minutes) and ran 300 s steadily with 2 GiB
     /// (docs/bench/dataset-reset.md). The default pool (1 GiB) keeps its 512 MiB.
     pub fn redo_mb(&self) -> u64 {
-        self.redo_log_mb.max(self.buffer_pool_mb / 2)
+        match self.engine {
+            Engine::InnoDb => self.redo_log_mb.max(self.buffer_pool_mb / 2),
+            // InnoDB holds only the system tables then; MyRocks keeps its own log.
+            Engine::RocksDb => self.redo_log_mb,
+        }
     }
 
     pub fn render(&self, flavor: &Flavor, i: &Instance) -> String {
@@ -96,10 +161,12 @@ impl ServerConfig {
             line("user", &u);
         }
         line("skip-name-resolve", &"ON");
-        line(
-            "innodb_buffer_pool_size",
-            &format!("{}M", self.buffer_pool_mb),
-        );
+        // The memory the benchmark gives its data goes to the engine that holds the tables.
+        let innodb_pool = match self.engine {
+            Engine::InnoDb => self.buffer_pool_mb,
+            Engine::RocksDb => INNODB_POOL_BESIDE_ROCKSDB_MB,
+        };
+        line("innodb_buffer_pool_size", &format!("{innodb_pool}M"));
         if flavor.family.is_mysql_like() && flavor.at_least(8, 0, 30) {
             line("innodb_redo_log_capacity", &format!("{}M", self.redo_mb()));
         } else {
@@ -124,6 +191,22 @@ impl ServerConfig {
             line("innodb_buffer_pool_dump_at_shutdown", &"OFF");
             line("innodb_buffer_pool_load_at_startup", &"OFF");
         }
+        if self.engine == Engine::RocksDb {
+            if let Some(d) = i.plugin_dir {
+                line("plugin_dir", &d.display());
+            }
+            line("plugin_load_add", &"ha_rocksdb");
+            // The block cache plays the buffer pool's part; the write-ahead log is flushed as
+            // InnoDB's redo log is (2: written at commit, synced once a second).
+            line(
+                "rocksdb_block_cache_size",
+                &format!("{}M", self.buffer_pool_mb),
+            );
+            line(
+                "rocksdb_flush_log_at_trx_commit",
+                &self.flush_log_at_trx_commit,
+            );
+        }
         for e in &self.extra {
             let _ = writeln!(c, "{e}");
         }
@@ -139,10 +222,9 @@ mod tests {
         Flavor::parse(text).unwrap()
     }
 
-    #[test]
-    fn renders_flavor_specific_redo_settings() {
-        let p = Path::new("/x");
-        let i = Instance {
+    /// An instance with every path `p`, running as root.
+    fn instance<'a>(p: &'a Path, plugin_dir: Option<&'a Path>) -> Instance<'a> {
+        Instance {
             datadir: p,
             socket: p,
             port: 3307,
@@ -153,7 +235,13 @@ mod tests {
             charsets_dir: None,
             os_user: Some("root"),
             also_listen: None,
-        };
+            plugin_dir,
+        }
+    }
+
+    #[test]
+    fn renders_flavor_specific_redo_settings() {
+        let i = instance(Path::new("/x"), None);
         let cfg = ServerConfig::default();
         let maria = cfg.render(&flavor("mariadbd  Ver 10.11.18-MariaDB for x"), &i);
         assert!(maria.contains("innodb_log_file_size = 512M"));
@@ -188,6 +276,37 @@ mod tests {
         let r = cfg.render(&flavor("mariadbd  Ver 10.11.18-MariaDB for x"), &remote);
         assert!(r.contains("bind-address = 127.0.0.1,10.1.2.3\n"), "{r}");
         assert!(!r.contains("0.0.0.0"));
+    }
+
+    #[test]
+    fn myrocks_gets_the_memory_and_its_plugin_and_innodb_configs_keep_their_json() {
+        let i = instance(Path::new("/x"), Some(Path::new("/build/storage/rocksdb")));
+        let rocks = ServerConfig {
+            engine: Engine::RocksDb,
+            buffer_pool_mb: 4096,
+            ..ServerConfig::default()
+        };
+        let c = rocks.render(&flavor("mariadbd  Ver 10.11.18-MariaDB for x"), &i);
+        assert!(c.contains("plugin_dir = /build/storage/rocksdb\n"), "{c}");
+        assert!(c.contains("plugin_load_add = ha_rocksdb\n"), "{c}");
+        assert!(c.contains("rocksdb_block_cache_size = 4096M\n"), "{c}");
+        assert!(c.contains("innodb_buffer_pool_size = 128M\n"), "{c}");
+        let inno =
+            ServerConfig::default().render(&flavor("mariadbd  Ver 10.11.18-MariaDB for x"), &i);
+        assert!(
+            !inno.contains("plugin") && !inno.contains("rocksdb"),
+            "{inno}"
+        );
+        let json = serde_json::to_string(&ServerConfig::default()).unwrap();
+        assert!(!json.contains("engine"), "{json}");
+        let back: ServerConfig =
+            serde_json::from_str(&serde_json::to_string(&rocks).unwrap()).unwrap();
+        assert_eq!(back, rocks);
+        assert_eq!("MyRocks".parse::<Engine>(), Ok(Engine::RocksDb));
+        assert!("aria"
+            .parse::<Engine>()
+            .unwrap_err()
+            .contains("innodb or rocksdb"));
     }
 
     #[test]

@@ -137,6 +137,7 @@ impl Server {
         private_dir(&paths.tmp)?;
         let pid_file = paths.run.join("mysqld.pid");
         let user = accounts::os_user();
+        let plugin_dir = layout.engine_plugin_dir(spec.config.engine, &spec.binary)?;
         let text = spec.config.render(
             flavor,
             &config::Instance {
@@ -150,6 +151,7 @@ impl Server {
                 charsets_dir: layout.charsets_dir.as_deref(),
                 os_user: Some(&user),
                 also_listen: spec.also_listen,
+                plugin_dir: plugin_dir.as_deref(),
             },
         );
         fs::write(&paths.cnf, text).with_context(|| format!("writing {}", paths.cnf.display()))

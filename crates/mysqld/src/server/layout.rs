@@ -25,6 +25,9 @@ pub struct Layout {
     pub sql_dirs: Vec<PathBuf>,
     /// Set when the binary sits in a CMake build tree.
     pub build_dir: Option<PathBuf>,
+    /// Directories searched, in order, for a plugin library: in a build tree each engine's own
+    /// (storage/rocksdb), in an installed prefix lib/mysql/plugin and its kin.
+    pub plugin_dirs: Vec<PathBuf>,
 }
 
 /// The source directory a CMake build tree was configured from.
@@ -81,12 +84,53 @@ impl Layout {
             .into_iter()
             .filter(|d| MARIADB_BOOTSTRAP_SQL.iter().any(|f| d.join(f).is_file()))
             .collect();
+        let plugin_dirs = match &build_dir {
+            Some(b) => vec![b.join("storage/rocksdb"), b.join("plugin")],
+            None => binary
+                .parent()
+                .and_then(Path::parent)
+                .map(|prefix| {
+                    [
+                        "lib/mysql/plugin",
+                        "lib/mariadb/plugin",
+                        "lib/plugin",
+                        "lib64/mysql/plugin",
+                    ]
+                    .iter()
+                    .map(|d| prefix.join(d))
+                    .collect()
+                })
+                .unwrap_or_default(),
+        };
         Layout {
             lc_messages_dir,
             charsets_dir,
             sql_dirs,
             build_dir,
+            plugin_dirs,
         }
+    }
+
+    /// The directory to load `engine`'s plugin from (None for an engine built into every
+    /// server), or an error naming where it was looked for and how to get it.
+    pub fn engine_plugin_dir(
+        &self,
+        engine: super::config::Engine,
+        binary: &Path,
+    ) -> Result<Option<PathBuf>> {
+        let Some(file) = engine.plugin() else {
+            return Ok(None);
+        };
+        if let Some(d) = self.plugin_dirs.iter().find(|d| d.join(file).is_file()) {
+            return Ok(Some(d.clone()));
+        }
+        bail!(
+            "{} has no {engine} engine: {file} is not in {}; build the server with its plugin \
+             or, for an installed server, install the distribution's plugin package of the same \
+             release (mariadb-plugin-{engine} on Debian)",
+            binary.display(),
+            listed(&self.plugin_dirs, "any directory near it")
+        )
     }
 
     /// The path of each bootstrap script, or an error naming the first one missing.
@@ -101,27 +145,29 @@ impl Layout {
             {
                 Some(p) => found.push(p),
                 None => {
-                    let looked: Vec<String> = self
-                        .sql_dirs
-                        .iter()
-                        .map(|d| d.display().to_string())
-                        .collect();
                     bail!(
                         "cannot initialize a datadir for {}: {name} not found (looked in: {}); \
                          give --share-dir DIR (an installed share/mysql) or --source-dir DIR (the \
                          source tree, with the build's scripts/ generated)",
                         binary.display(),
-                        if looked.is_empty() {
-                            "nowhere near the binary".to_string()
-                        } else {
-                            looked.join(", ")
-                        }
+                        listed(&self.sql_dirs, "nowhere near the binary")
                     );
                 }
             }
         }
         Ok(found)
     }
+}
+
+/// The directories looked in, for an error message; `none` when there were none.
+fn listed(dirs: &[PathBuf], none: &str) -> String {
+    if dirs.is_empty() {
+        return none.to_string();
+    }
+    dirs.iter()
+        .map(|d| d.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
@@ -161,5 +207,45 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("mysql_sys_schema.sql not found"), "{e}");
+    }
+
+    #[test]
+    fn an_engine_plugin_is_found_in_a_build_tree_or_a_prefix_or_named_missing() {
+        use crate::server::config::Engine;
+        let t = tempfile::tempdir().unwrap();
+        let build = t.path().join("build");
+        fs::create_dir_all(build.join("sql")).unwrap();
+        fs::write(build.join("CMakeCache.txt"), "").unwrap();
+        let bolted = build.join("sql/mariadbd.bolt");
+        let l = Layout::discover(&bolted, None, None);
+        assert_eq!(l.engine_plugin_dir(Engine::InnoDb, &bolted).unwrap(), None);
+        let e = l
+            .engine_plugin_dir(Engine::RocksDb, &bolted)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("has no rocksdb engine: ha_rocksdb.so is not in")
+                && e.contains("storage/rocksdb")
+                && e.contains("mariadb-plugin-rocksdb"),
+            "{e}"
+        );
+        fs::create_dir_all(build.join("storage/rocksdb")).unwrap();
+        fs::write(build.join("storage/rocksdb/ha_rocksdb.so"), "").unwrap();
+        assert_eq!(
+            l.engine_plugin_dir(Engine::RocksDb, &bolted).unwrap(),
+            Some(build.join("storage/rocksdb"))
+        );
+        // An installed prefix: /usr/sbin/mariadbd loads from /usr/lib/mysql/plugin.
+        let prefix = t.path().join("usr");
+        fs::create_dir_all(prefix.join("sbin")).unwrap();
+        fs::create_dir_all(prefix.join("lib/mysql/plugin")).unwrap();
+        fs::write(prefix.join("lib/mysql/plugin/ha_rocksdb.so"), "").unwrap();
+        let bin = prefix.join("sbin/mariadbd");
+        assert_eq!(
+            Layout::discover(&bin, None, None)
+                .engine_plugin_dir(Engine::RocksDb, &bin)
+                .unwrap(),
+            Some(prefix.join("lib/mysql/plugin"))
+        );
     }
 }

@@ -17,6 +17,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use oltp::proto::Conn;
 
+use super::config::Engine;
 use super::Server;
 
 /// What [`Server::prewarm`] read.
@@ -25,7 +26,8 @@ pub struct Prewarmed {
     pub tables: usize,
     /// Index scans made (every index of every table; a table without one: one scan).
     pub scans: usize,
-    /// Pages InnoDB read from disk meanwhile (`Innodb_pages_read`, read-ahead included).
+    /// Pages InnoDB read from disk meanwhile (`Innodb_pages_read`, read-ahead included); for
+    /// MyRocks, its block cache's misses (`Rocksdb_block_cache_miss`).
     pub disk_reads: u64,
     pub seconds: f64,
 }
@@ -53,31 +55,41 @@ pub fn fits_in_pool(data_bytes: u64, pool_bytes: u64) -> bool {
 const SYSTEM_SCHEMAS: [&str; 4] = ["mysql", "sys", "information_schema", "performance_schema"];
 
 impl Server {
-    /// Scans every index of every InnoDB table outside the system schemas once, as the
-    /// superuser, so the buffer pool holds the whole dataset; refused (as `Skipped`) when the
-    /// dataset would not fit in the buffer pool.
-    pub fn prewarm(&self) -> Result<std::result::Result<Prewarmed, Skipped>> {
+    /// Scans every index of every `engine` table outside the system schemas once, as the
+    /// superuser, so the buffer pool (MyRocks: the block cache) holds the whole dataset; refused
+    /// (as `Skipped`) when the dataset would not fit in it.
+    pub fn prewarm(&self, engine: Engine) -> Result<std::result::Result<Prewarmed, Skipped>> {
         let t0 = Instant::now();
         let mut root = self.state.root()?;
-        let data_bytes = dataset_bytes(&self.state.datadir)?;
-        let pool_bytes = number(&mut root, "SELECT @@innodb_buffer_pool_size")?;
+        let (data_bytes, pool_var) = match engine {
+            Engine::InnoDb => (
+                dataset_bytes(&self.state.datadir)?,
+                "innodb_buffer_pool_size",
+            ),
+            Engine::RocksDb => (
+                rocksdb_bytes(&self.state.datadir)?,
+                "rocksdb_block_cache_size",
+            ),
+        };
+        let pool_bytes = number(&mut root, &format!("SELECT @@{pool_var}"))?;
         if !fits_in_pool(data_bytes, pool_bytes) {
             return Ok(Err(Skipped::TooLarge {
                 data_bytes,
                 pool_bytes,
             }));
         }
-        let reads_before = disk_reads(&mut root)?;
+        let reads_before = reads_of(&mut root, engine)?;
         let system_list = SYSTEM_SCHEMAS.map(|n| format!("'{n}'")).join(",");
         let rows = root
             .query_rows(&format!(
                 "SELECT t.TABLE_SCHEMA, t.TABLE_NAME, s.INDEX_NAME FROM information_schema.TABLES t \
                  LEFT JOIN information_schema.STATISTICS s \
                  ON s.TABLE_SCHEMA = t.TABLE_SCHEMA AND s.TABLE_NAME = t.TABLE_NAME \
-                 WHERE t.ENGINE = 'InnoDB' AND t.TABLE_TYPE = 'BASE TABLE' \
+                 WHERE UPPER(t.ENGINE) = UPPER('{}') AND t.TABLE_TYPE = 'BASE TABLE' \
                  AND t.TABLE_SCHEMA NOT IN ({system_list}) \
                  GROUP BY t.TABLE_SCHEMA, t.TABLE_NAME, s.INDEX_NAME \
-                 ORDER BY t.TABLE_SCHEMA, t.TABLE_NAME, s.INDEX_NAME"
+                 ORDER BY t.TABLE_SCHEMA, t.TABLE_NAME, s.INDEX_NAME",
+                engine.name()
             ))
             .context("prewarming the buffer pool: listing the tables")?;
         let mut tables = std::collections::BTreeSet::new();
@@ -96,7 +108,7 @@ impl Server {
         Ok(Ok(Prewarmed {
             tables: tables.len(),
             scans,
-            disk_reads: disk_reads(&mut root)?.saturating_sub(reads_before),
+            disk_reads: reads_of(&mut root, engine)?.saturating_sub(reads_before),
             seconds: t0.elapsed().as_secs_f64(),
         }))
     }
@@ -124,6 +136,28 @@ fn dataset_bytes(datadir: &Path) -> Result<u64> {
     Ok(total)
 }
 
+/// The size of MyRocks' data: the SST files of the datadir's `#rocksdb` directory (the server's
+/// own system tables are InnoDB's and Aria's, not in it).
+fn rocksdb_bytes(datadir: &Path) -> Result<u64> {
+    let dir = datadir.join("#rocksdb");
+    let mut total = 0;
+    for f in fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
+        let f = f?;
+        if f.path().extension().is_some_and(|e| e == "sst") {
+            total += f.metadata()?.len();
+        }
+    }
+    Ok(total)
+}
+
+/// The engine's reads that missed its cache: InnoDB's pages read, MyRocks' block cache misses.
+fn reads_of(root: &mut Conn, engine: Engine) -> Result<u64> {
+    match engine {
+        Engine::InnoDb => disk_reads(root),
+        Engine::RocksDb => status(root, "Rocksdb_block_cache_miss"),
+    }
+}
+
 /// The first column of a one-number query.
 fn number(root: &mut Conn, sql: &str) -> Result<u64> {
     let v = root
@@ -137,14 +171,19 @@ fn number(root: &mut Conn, sql: &str) -> Result<u64> {
 /// Pages InnoDB has read from disk since it started. SHOW STATUS, not a table: MySQL serves
 /// status tables from the performance schema, which pgoforge's servers run without.
 pub fn disk_reads(root: &mut Conn) -> Result<u64> {
+    status(root, "Innodb_pages_read")
+}
+
+/// One numeric global status variable.
+fn status(root: &mut Conn, name: &str) -> Result<u64> {
     let rows = root
-        .query_rows("SHOW GLOBAL STATUS LIKE 'Innodb_pages_read'")
-        .context("reading Innodb_pages_read")?;
+        .query_rows(&format!("SHOW GLOBAL STATUS LIKE '{name}'"))
+        .with_context(|| format!("reading {name}"))?;
     rows.into_iter()
         .next()
         .and_then(|r| r.into_iter().nth(1).flatten())
         .and_then(|v| v.parse().ok())
-        .context("the server reported no Innodb_pages_read")
+        .with_context(|| format!("the server reported no {name}"))
 }
 
 /// A count that reads all of one index (or of the table's clustered index when it has none

@@ -27,7 +27,7 @@ const DATADIR_BASE_MB: f64 = 128.0;
 pub fn data_mb(spec: &BenchSpec) -> f64 {
     let mut mb = spec.tables as f64 * spec.table_size as f64 * BYTES_PER_ROW / 1_048_576.0;
     if spec.workloads.contains(&TestName::Tpcc) {
-        mb += MB_PER_WAREHOUSE * mysqld::server::template::TPCC_SCALE as f64;
+        mb += MB_PER_WAREHOUSE * spec.tpcc.warehouses() as f64;
     }
     mb
 }
@@ -86,17 +86,22 @@ pub fn check(
             "the dataset ({} tables x {} rows{}, ~{:.1} GiB on disk) does not fit: the \
              benchmark keeps a template and a copy for each of its {servers} servers, about \
              {:.1} GiB with their logs, and the work dir's disk has {:.1} GiB free; choose a \
-             smaller --tables/--table-size, fewer contenders, or a --work-dir on a larger disk",
+             smaller --tables/--table-size{}, fewer contenders, or a --work-dir on a larger disk",
             spec.tables,
             spec.table_size,
             if spec.workloads.contains(&TestName::Tpcc) {
-                " and tpcc's warehouses"
+                format!(" and tpcc's {} warehouses", spec.tpcc.warehouses())
             } else {
-                ""
+                String::new()
             },
             data_mb(spec) / 1024.0,
             need / 1024.0,
-            m.free_disk_mb as f64 / 1024.0
+            m.free_disk_mb as f64 / 1024.0,
+            if spec.workloads.contains(&TestName::Tpcc) {
+                " or --tpcc-scale/--tpcc-tables"
+            } else {
+                ""
+            }
         ));
     }
     Ok(())
@@ -161,6 +166,23 @@ mod tests {
         let mut t = s.clone();
         t.workloads.push(TestName::Tpcc);
         assert!(data_mb(&t) > data_mb(&s) + 100.0);
+        // Seed 004's tpcc: 10 warehouses in each of 10 copies, 100 warehouses' worth.
+        let mut big = t.clone();
+        big.tpcc = crate::server::template::TpccSize {
+            scale: 10,
+            tables: 10,
+        };
+        let added = data_mb(&big) - data_mb(&t);
+        assert!((added - 99.0 * MB_PER_WAREHOUSE).abs() < 1e-6, "{added}");
+        let small_disk = Machine {
+            free_disk_mb: 20 * 1024,
+            ..BIG
+        };
+        let e = check(&big, &c, 2, &small_disk).unwrap_err();
+        assert!(
+            e.contains("tpcc's 100 warehouses") && e.contains("--tpcc-scale/--tpcc-tables"),
+            "{e}"
+        );
     }
 
     #[test]

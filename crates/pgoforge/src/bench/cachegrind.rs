@@ -99,7 +99,17 @@ fn measure_one(
     dir: &Path,
     log: &dyn Fn(&str),
 ) -> Result<CgRecord> {
-    let mut s = template::run_settings(w, plan.tables, plan.table_size, plan.replay.as_ref());
+    // tpcc at its default size, like the OLTP tables' small one: quick to warm under valgrind.
+    let mut s = template::on_engine(
+        template::run_settings(
+            w,
+            plan.tables,
+            plan.table_size,
+            Default::default(),
+            plan.replay.as_ref(),
+        ),
+        plan.config.engine,
+    );
     s.threads = 1;
     s.time_s = 0;
     s.rand.seed = 7;
@@ -595,12 +605,16 @@ pub fn measure(
         .create(true)
         .append(true)
         .open(records_path(dir))?;
-    let data = template::datasets(
+    let data: Vec<_> = template::datasets(
         &plan.workloads,
         plan.tables,
         plan.table_size,
+        Default::default(),
         plan.replay.as_ref(),
-    );
+    )
+    .into_iter()
+    .map(|s| template::on_engine(s, plan.config.engine))
+    .collect();
     let base = ServerSpec {
         config: plan.config.clone(),
         // Under valgrind a server starts and stops many times slower.

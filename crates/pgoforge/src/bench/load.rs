@@ -23,7 +23,10 @@ pub const BUSY_SHARE: f64 = 0.10;
 pub struct MachineTicks {
     /// Everything not idle and not iowait, steal excluded.
     pub busy: u64,
+    /// Idle, iowait included.
     pub idle: u64,
+    /// The part of `idle` a CPU spent with a read or write of its own outstanding.
+    pub iowait: u64,
     pub steal: u64,
 }
 
@@ -40,6 +43,7 @@ impl MachineTicks {
         Some(MachineTicks {
             busy: at(0) + at(1) + at(2) + at(5) + at(6),
             idle: at(3) + at(4),
+            iowait: at(4),
             steal: at(7),
         })
     }
@@ -76,6 +80,19 @@ fn parse_process_times(stat: &str) -> Option<(u64, u64)> {
     let utime: u64 = f.get(11)?.parse().ok()?;
     let stime: u64 = f.get(12)?.parse().ok()?;
     Some((utime, stime))
+}
+
+/// Bytes a process (all its threads) had the storage layer read for it, from /proc/PID/io:
+/// reads served by the page cache are not counted, O_DIRECT reads are (`None` where the kernel
+/// keeps no I/O accounting or the file cannot be read).
+pub fn process_read_bytes(pid: u32) -> Option<u64> {
+    parse_read_bytes(&fs::read_to_string(format!("/proc/{pid}/io")).ok()?)
+}
+
+fn parse_read_bytes(io: &str) -> Option<u64> {
+    io.lines()
+        .find_map(|l| l.strip_prefix("read_bytes:"))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 /// The context switches of a process's live threads, (voluntary, involuntary), summed over
@@ -148,6 +165,14 @@ pub struct Load {
     pub server_vcpus: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_vcpus: Option<u32>,
+    /// Share of all the machine's CPU time idle with I/O outstanding (0..1; absent before
+    /// 2026-12-06): a server waiting for its reads shows here, not in its CPU seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iowait_share: Option<f64>,
+    /// Bytes the server had read from storage over the run (/proc/PID/io; absent before
+    /// 2026-12-06): with the transactions, the reads per transaction an I/O-bound cell pays.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_read_bytes: Option<u64>,
 }
 
 /// A side counts as saturated from this busy share of its vCPUs.
@@ -179,6 +204,7 @@ pub struct Meter {
     machine: MachineTicks,
     server: (u64, u64),
     switches: Option<(u64, u64)>,
+    read_bytes: Option<u64>,
     client: u64,
     server_pid: u32,
     at: Instant,
@@ -190,6 +216,7 @@ impl Meter {
             machine: MachineTicks::read()?,
             server: process_times(server_pid)?,
             switches: process_switches(server_pid),
+            read_bytes: process_read_bytes(server_pid),
             client: process_ticks(std::process::id())?,
             server_pid,
             at: Instant::now(),
@@ -211,11 +238,18 @@ impl Meter {
             .switches
             .zip(process_switches(self.server_pid))
             .map(|(a, b)| (b.0.saturating_sub(a.0), b.1.saturating_sub(a.1)));
+        let read = self
+            .read_bytes
+            .zip(process_read_bytes(self.server_pid))
+            .map(|(a, b)| b.saturating_sub(a));
+        let total = m.total().saturating_sub(self.machine.total()).max(1) as f64;
         Some(Load {
             server_user_s: Some(u as f64 / hz),
             server_sys_s: Some(s as f64 / hz),
             server_switches: switches,
             wall_s: Some(self.at.elapsed().as_secs_f64()),
+            iowait_share: Some(m.iowait.saturating_sub(self.machine.iowait) as f64 / total),
+            server_read_bytes: read,
             ..load_between(&self.machine, &m, u + s, client)
         })
     }
@@ -332,6 +366,7 @@ mod tests {
             MachineTicks {
                 busy: 158,
                 idle: 1020,
+                iowait: 20,
                 steal: 7
             }
         );
@@ -346,14 +381,11 @@ mod tests {
         // This process's own threads, read for real: it has at least one, and it has waited.
         let (v, _) = process_switches(std::process::id()).unwrap();
         assert!(v > 0);
-        let a = MachineTicks {
-            busy: 0,
-            idle: 0,
-            steal: 0,
-        };
+        let a = MachineTicks::default();
         let b = MachineTicks {
             busy: 150,
             idle: 40,
+            iowait: 0,
             steal: 10,
         };
         let l = load_between(&a, &b, 100, 20);
@@ -361,6 +393,17 @@ mod tests {
         assert!((l.steal_share - 0.05).abs() < 1e-9);
         assert!(l.disturbed(), "15% > {BUSY_SHARE}");
         assert!(!load_between(&a, &b, 130, 10).disturbed());
+    }
+
+    /// The server's storage reads come from /proc/PID/io (this process's own read for real:
+    /// the kernel keeps the accounting here).
+    #[test]
+    fn storage_reads_are_read_from_proc_pid_io() {
+        let io = "rchar: 1000\nwchar: 20\nsyscr: 3\nsyscw: 1\nread_bytes: 8192\nwrite_bytes: 0\n";
+        assert_eq!(parse_read_bytes(io), Some(8192));
+        assert_eq!(parse_read_bytes("rchar: 1\n"), None);
+        let me = process_read_bytes(std::process::id());
+        assert!(me.is_some(), "/proc/self/io readable");
     }
 
     /// Real /proc, real work: a thread spinning in this process is "client" CPU, not "others";

@@ -59,7 +59,7 @@ pub fn start_contender(
         restored.bytes >> 20
     ));
     let warm = srv
-        .prewarm()
+        .prewarm(spec.config.engine)
         .with_context(|| format!("reading the dataset into {}'s buffer pool", c.name))?;
     match warm {
         // What it costs, once: every round does the same.
@@ -102,7 +102,7 @@ pub fn measure_for(
     warmup: u64,
     seconds: u64,
 ) -> Result<(RunResult, Option<Load>)> {
-    let mut s = plan.spec.run_settings(w);
+    let mut s = plan.spec.run_settings(w, plan.config.engine);
     s.conn = client.conn(srv);
     s.threads = t;
     s.client_cpus = client_cpus.to_vec();

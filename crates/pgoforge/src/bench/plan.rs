@@ -152,14 +152,23 @@ impl BenchPlan {
             .unwrap_or(&self.contenders[0])
     }
 
-    /// Each contender once per buffer pool size, named `name@bpN`.
+    /// Each contender once per buffer pool size, named `name@bpN` — but the A/A control only at
+    /// the first size: one control measures the run's noise (every size's rounds interleave on
+    /// the same host), where one per size would cost a contender's share per size.
     pub fn sweep_buffer_pool(&mut self, sizes: &[u64]) {
         if sizes.is_empty() {
             return;
         }
         let base = std::mem::take(&mut self.contenders);
-        for &mb in sizes {
+        let control = self.aa_control.take();
+        for (i, &mb) in sizes.iter().enumerate() {
             for c in &base {
+                if control.as_ref() == Some(&c.name) {
+                    if i > 0 {
+                        continue;
+                    }
+                    self.aa_control = Some(format!("{}@bp{mb}", c.name));
+                }
                 self.contenders.push(Contender {
                     name: format!("{}@bp{mb}", c.name),
                     binary: c.binary.clone(),
@@ -175,15 +184,9 @@ mod tests {
     use super::*;
     use oltp::settings::TestName;
 
-    #[test]
-    fn a_buffer_pool_sweep_compares_like_with_like() {
-        let c = |n: &str| Contender {
-            name: n.into(),
-            binary: "/x".into(),
-            buffer_pool_mb: None,
-        };
-        let mut p = BenchPlan {
-            contenders: vec![c("base"), c("pgo")],
+    fn plan_of(contenders: Vec<Contender>) -> BenchPlan {
+        BenchPlan {
+            contenders,
             spec: BenchSpec {
                 workloads: vec![TestName::OltpReadOnly],
                 threads: vec![1],
@@ -203,7 +206,17 @@ mod tests {
             trained_on: Vec::new(),
             training: Vec::new(),
             aa_control: None,
+        }
+    }
+
+    #[test]
+    fn a_buffer_pool_sweep_compares_like_with_like() {
+        let c = |n: &str| Contender {
+            name: n.into(),
+            binary: "/x".into(),
+            buffer_pool_mb: None,
         };
+        let mut p = plan_of(vec![c("base"), c("pgo")]);
         p.sweep_buffer_pool(&[512, 2048]);
         let names: Vec<&str> = p.contenders.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(
@@ -212,5 +225,34 @@ mod tests {
         );
         assert_eq!(p.baseline_for(&p.contenders[3]).name, "base@bp2048");
         assert_eq!(p.baseline_for(&p.contenders[1]).name, "base@bp512");
+        assert_eq!(p.aa_control, None);
+    }
+
+    #[test]
+    fn a_sweep_keeps_one_a_a_control_at_its_first_size() {
+        let c = |n: &str| Contender {
+            name: n.into(),
+            binary: "/x".into(),
+            buffer_pool_mb: None,
+        };
+        let mut p = BenchPlan {
+            contenders: vec![c("base"), c("pgo"), c(AA_CONTROL)],
+            aa_control: Some(AA_CONTROL.into()),
+            ..plan_of(vec![])
+        };
+        p.sweep_buffer_pool(&[512, 2048]);
+        let names: Vec<&str> = p.contenders.iter().map(|c| c.name.as_str()).collect();
+        let ctl = format!("{AA_CONTROL}@bp512");
+        assert_eq!(
+            names,
+            vec!["base@bp512", "pgo@bp512", &ctl, "base@bp2048", "pgo@bp2048"]
+        );
+        assert_eq!(p.aa_control.as_deref(), Some(ctl.as_str()));
+        assert!(p.is_control(&ctl));
+        assert_eq!(
+            p.aa_reference().map(|c| c.name.as_str()),
+            Some("base@bp512")
+        );
+        assert_eq!(p.baseline_for(&p.contenders[2]).name, "base@bp512");
     }
 }

@@ -58,7 +58,11 @@ pub fn benchmark(
         ..ServerSpec::new(&plan.contenders[0].binary)
     });
     log("preparing the dataset template");
-    let tpl = template::ensure(work_dir, &base_spec, &plan.spec.datasets())?;
+    let tpl = template::ensure(
+        work_dir,
+        &base_spec,
+        &plan.spec.datasets(plan.config.engine),
+    )?;
     let bench = Bench {
         plan: &plan,
         tpl: &tpl,

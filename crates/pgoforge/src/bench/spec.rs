@@ -5,6 +5,7 @@ use oltp::settings::{Settings, TestName};
 use serde::{Deserialize, Serialize};
 
 use super::order::OrderScheme;
+use crate::server::config::Engine;
 use crate::server::template;
 
 /// The default design's slice: the client switches servers every 2 s. Measured on a noisy host
@@ -26,6 +27,10 @@ pub struct BenchSpec {
     pub warmup_seconds: u64,
     pub tables: u32,
     pub table_size: u64,
+    /// The tpcc dataset's warehouses and table copies (`--tpcc-scale`, `--tpcc-tables`). Absent
+    /// at the default 1 x 1, so plans made before keep their hash.
+    #[serde(default, skip_serializing_if = "template::TpccSize::is_default")]
+    pub tpcc: template::TpccSize,
     /// Adaptive rounds: after `rounds`, keep adding rounds until every cell's 95 % interval is
     /// within ± this many percent ([`super::adaptive`]). Absent from plans without it, so their
     /// hash (and run directory) stays.
@@ -110,19 +115,32 @@ impl BenchSpec {
         !self.chosen_threads.is_empty()
     }
 
-    /// What the benchmark's template holds ([`template::datasets`]).
-    pub fn datasets(&self) -> Vec<Settings> {
+    /// What the benchmark's template holds ([`template::datasets`]), its tables in `engine`.
+    pub fn datasets(&self, engine: Engine) -> Vec<Settings> {
         template::datasets(
             &self.workloads,
             self.tables,
             self.table_size,
+            self.tpcc,
             self.replay.as_ref(),
         )
+        .into_iter()
+        .map(|s| template::on_engine(s, engine))
+        .collect()
     }
 
-    /// The settings a run of `w` starts from ([`template::run_settings`]).
-    pub fn run_settings(&self, w: TestName) -> Settings {
-        template::run_settings(w, self.tables, self.table_size, self.replay.as_ref())
+    /// The settings a run of `w` starts from ([`template::run_settings`]) on tables in `engine`.
+    pub fn run_settings(&self, w: TestName, engine: Engine) -> Settings {
+        template::on_engine(
+            template::run_settings(
+                w,
+                self.tables,
+                self.table_size,
+                self.tpcc,
+                self.replay.as_ref(),
+            ),
+            engine,
+        )
     }
 
     /// The full look: point_select, read_only, read_write, tpcc and select_random_ranges, 4
@@ -149,6 +167,7 @@ impl BenchSpec {
             warmup_seconds: 5,
             tables: 4,
             table_size: 100_000,
+            tpcc: template::TpccSize::default(),
             target_ci_pct: None,
             max_rounds: None,
             budget_minutes: None,
@@ -243,6 +262,13 @@ impl BenchSpec {
         }
         if self.tables == 0 || self.table_size == 0 {
             return Err("--tables and --table-size must be at least 1".into());
+        }
+        if !self.tpcc.is_default() && !self.workloads.contains(&TestName::Tpcc) {
+            return Err(format!(
+                "--tpcc-scale {} / --tpcc-tables {}: no tpcc workload in this benchmark to use \
+                 them; add tpcc to --workloads or leave them out",
+                self.tpcc.scale, self.tpcc.tables
+            ));
         }
         if let Some(t) = self.target_ci_pct {
             if !(t.is_finite() && t > 0.0) {

@@ -227,6 +227,12 @@ pub struct BenchSpecArgs {
     /// Rows per table of the benchmark dataset [100000; --quick 20000].
     #[arg(long = "table-size", value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub table_size: Option<u64>,
+    /// Warehouses of the tpcc dataset (sysbench-tpcc's --scale) [1]; each is about 120 MB.
+    #[arg(long = "tpcc-scale", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub tpcc_scale: Option<u32>,
+    /// Copies of the tpcc schema, each with its warehouses (sysbench-tpcc's --tables) [1].
+    #[arg(long = "tpcc-tables", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub tpcc_tables: Option<u32>,
     /// Adaptive rounds: after the planned rounds, add one round at a time until every
     /// comparison's 95 % interval is within ± PCT percent (the rule looks at widths only, never
     /// at the sign of an effect), or --max-rounds, or --budget-minutes.
@@ -362,6 +368,10 @@ impl BenchSpecArgs {
             warmup_seconds: self.warmup.unwrap_or(d.warmup_seconds),
             tables: self.tables.unwrap_or(d.tables),
             table_size: self.table_size.unwrap_or(d.table_size),
+            tpcc: pgoforge::server::template::TpccSize {
+                scale: self.tpcc_scale.unwrap_or(d.tpcc.scale),
+                tables: self.tpcc_tables.unwrap_or(d.tpcc.tables),
+            },
             target_ci_pct: self.target_ci,
             max_rounds: self.max_rounds.or(self
                 .target_ci

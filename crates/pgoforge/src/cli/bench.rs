@@ -12,7 +12,14 @@ use pgoforge::bench::report;
 use pgoforge::bench::{run, run_dir};
 use pgoforge::events::{log_to, tick_to};
 
+use pgoforge::server::config::Engine;
+use pgoforge::server::ServerConfig;
+
 use super::args::{contender, BenchSpecArgs, GuardArgs, RunDirArgs, ServerConfigArgs, WorkDirArgs};
+
+fn parse_engine(s: &str) -> Result<Engine, String> {
+    s.parse()
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Measure {
@@ -37,6 +44,11 @@ pub struct BenchArgs {
     server: ServerConfigArgs,
     #[command(flatten)]
     guard: GuardArgs,
+    /// The engine of the benchmark's tables: innodb, or rocksdb (MyRocks, loaded from the
+    /// plugin beside each server: a build tree's storage/rocksdb, an installed lib/mysql/plugin);
+    /// the buffer pool's memory becomes MyRocks' block cache.
+    #[arg(long, default_value = "innodb", value_parser = parse_engine)]
+    engine: Engine,
     /// Sweep the buffer pool: run every contender at each size (MiB, comma-separated).
     #[arg(long = "sweep-buffer-pool-mb", value_delimiter = ',')]
     sweep_buffer_pool_mb: Vec<u64>,
@@ -62,8 +74,8 @@ pub struct BenchArgs {
     /// Leave out the A/A control. By default the baseline is served again (`baseline-again`,
     /// interleaved like every contender, never a claim) and the report states this benchmark's
     /// own noise and the smallest change it could detect; it costs one contender's share of the
-    /// time. (Not with --measure cachegrind, whose counts have no such noise, nor with
-    /// --sweep-buffer-pool-mb, which would need one control per size.)
+    /// time. (Not with --measure cachegrind, whose counts have no such noise. In a
+    /// --sweep-buffer-pool-mb the control runs at the first size only.)
     #[arg(long = "no-aa")]
     no_aa: bool,
     /// The A/A control, asked for explicitly (the default): refused with what cannot have one.
@@ -90,16 +102,11 @@ pub fn main(a: BenchArgs) -> Result<i32> {
     contenders.extend(a.binaries.iter().cloned());
     // The default A/A control, left out (and said) where it cannot be; asked for explicitly there,
     // refused.
-    let control =
-        !a.no_aa && a.measure == Measure::Time && (a.aa || a.sweep_buffer_pool_mb.is_empty());
+    let control = !a.no_aa && a.measure == Measure::Time;
     if !a.no_aa && !control && !a.aa {
         eprintln!(
-            "note: no A/A control in this benchmark ({}): the report cannot state its own noise",
-            if a.measure != Measure::Time {
-                "--measure cachegrind counts instructions, which do not scatter like time"
-            } else {
-                "--sweep-buffer-pool-mb would need one control per size"
-            }
+            "note: no A/A control in this benchmark (--measure cachegrind counts instructions, \
+             which do not scatter like time): the report cannot state its own noise"
         );
     }
     if control {
@@ -109,15 +116,21 @@ pub fn main(a: BenchArgs) -> Result<i32> {
                 plan::AA_CONTROL
             ));
         }
-        if !a.sweep_buffer_pool_mb.is_empty() {
-            super::usage_error(
-                "--aa with --sweep-buffer-pool-mb: one control per size is not supported; drop one",
-            );
-        }
         contenders.push(Contender {
             name: plan::AA_CONTROL.into(),
             ..a.baseline.clone()
         });
+    }
+    let config = ServerConfig {
+        engine: a.engine,
+        ..a.server.config()
+    };
+    // A server without the engine's plugin is refused before anything starts.
+    for c in &contenders {
+        let layout = pgoforge::server::Layout::discover(&c.binary, None, None);
+        if let Err(e) = layout.engine_plugin_dir(a.engine, &c.binary) {
+            super::usage_error(format!("{}: {e:#}", c.name));
+        }
     }
     let (work, _lock) = a.work.locked()?;
     let dir = a.run_dir.dir(&work, "bench")?;
@@ -131,7 +144,7 @@ pub fn main(a: BenchArgs) -> Result<i32> {
             warmup_events: a.warmup_events,
             tables: spec.tables,
             table_size: spec.table_size,
-            config: a.server.config(),
+            config: config.clone(),
             replay: spec.replay.clone(),
         };
         let recs = cachegrind::measure(
@@ -155,7 +168,7 @@ pub fn main(a: BenchArgs) -> Result<i32> {
     let mut plan = BenchPlan {
         contenders,
         spec,
-        config: a.server.config(),
+        config: config.clone(),
         pin: !a.no_pin,
         seed: a
             .seed

@@ -116,10 +116,13 @@ impl Mix {
     /// the replayed file.
     pub fn settings(&self, test: TestName) -> Settings {
         if matches!(test, TestName::Tpcc | TestName::Replay) {
+            // Training keeps tpcc's default size: a profile sees the code paths of one
+            // warehouse as of a hundred, and the mix stays short.
             return crate::server::template::run_settings(
                 test,
                 self.tables,
                 self.table_size,
+                Default::default(),
                 self.replay.as_ref(),
             );
         }
@@ -293,7 +296,13 @@ impl FromStr for Mix {
 /// tables, and sysbench-tpcc's when a phase runs tpcc.
 fn datasets(mix: &Mix) -> Vec<Settings> {
     let tests: Vec<TestName> = mix.phases.iter().map(|p| p.test).collect();
-    crate::server::template::datasets(&tests, mix.tables, mix.table_size, mix.replay.as_ref())
+    crate::server::template::datasets(
+        &tests,
+        mix.tables,
+        mix.table_size,
+        Default::default(),
+        mix.replay.as_ref(),
+    )
 }
 
 fn prepare(state: &ServerState, mix: &Mix, log: &dyn Fn(&str)) -> Result<()> {

@@ -322,6 +322,41 @@ fn datasets_and_pools_this_machine_cannot_hold_are_refused_before_any_work() {
         !err.contains("one server needs") && err.contains("/nonexistent/mariadbd"),
         "{err}"
     );
+    // tpcc's size: a thousand warehouses in each of a hundred copies is refused with the count;
+    // a size without a tpcc workload to use it is refused; 10 x 2 is planned.
+    let out = pgoforge(&[
+        "run",
+        "--plan",
+        "--tpcc-scale",
+        "1000",
+        "--tpcc-tables",
+        "100",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("tpcc's 100000 warehouses") && err.contains("--tpcc-scale/--tpcc-tables"),
+        "{err}"
+    );
+    let out = pgoforge(&[
+        "run",
+        "--plan",
+        "--workloads",
+        "oltp_read_only",
+        "--tpcc-scale",
+        "10",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no tpcc workload"), "{err}");
+    let out = pgoforge(&["run", "--plan", "--tpcc-scale", "10", "--tpcc-tables", "2"]);
+    let plan: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let found = format!("{}", plan);
+    assert!(
+        found.contains(r#""tpcc":{"scale":10,"tables":2}"#),
+        "the plan carries tpcc's size: {found}"
+    );
     // Seed 004's 16 x 2 M rows: whether the run fits depends on this disk's free space, so the
     // test holds the plan to the test's own measure of it: accepted where the figure it needs is
     // free, refused (exit 2, both figures named) where it is not — and what it needs must fit the

@@ -12,6 +12,7 @@ mod client_host;
 mod cpu_level;
 mod deploy;
 mod distro;
+mod engine;
 mod interop;
 mod mirror;
 mod release;

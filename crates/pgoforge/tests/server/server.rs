@@ -233,7 +233,7 @@ fn prewarm_reads_every_index_so_a_workload_then_reads_nothing_from_disk() {
     // the same workload then finds every page in the buffer pool.
     let mut warm = template::start_copy(&tpl, &spec(), &work.path().join("warm")).unwrap();
     let w = warm
-        .prewarm()
+        .prewarm(pgoforge::server::config::Engine::InnoDb)
         .unwrap()
         .expect("2 small tables fit in 128 MiB");
     assert_eq!((w.tables, w.scans), (2, 4), "{w:?}");
@@ -253,7 +253,10 @@ fn prewarm_reads_every_index_so_a_workload_then_reads_nothing_from_disk() {
     let mut small = spec();
     small.config.buffer_pool_mb = 6;
     let mut tight = template::start_copy(&tpl, &small, &work.path().join("tight")).unwrap();
-    match tight.prewarm().unwrap() {
+    match tight
+        .prewarm(pgoforge::server::config::Engine::InnoDb)
+        .unwrap()
+    {
         Err(pgoforge::server::prewarm::Skipped::TooLarge {
             data_bytes,
             pool_bytes,

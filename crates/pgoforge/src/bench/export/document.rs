@@ -286,9 +286,37 @@ pub fn headline_table(h: &crate::bench::report::Headline) -> Table {
 }
 
 fn setup(r: &Report) -> Vec<Block> {
+    let spec = &r.plan.spec;
+    // tpcc's size only where it is not the default one warehouse, which reports always left
+    // unsaid.
+    let tpcc =
+        if spec.workloads.contains(&oltp::settings::TestName::Tpcc) && !spec.tpcc.is_default() {
+            format!(
+                ", tpcc {} warehouses x {} table copies",
+                spec.tpcc.scale, spec.tpcc.tables
+            )
+        } else {
+            String::new()
+        };
+    let pools = super::sweep::pools(r);
+    // MyRocks' block cache takes the memory the buffer pool has with InnoDB.
+    let cache = match r.plan.config.engine {
+        crate::server::config::Engine::InnoDb => "buffer pool",
+        crate::server::config::Engine::RocksDb => "tables in MyRocks, block cache",
+    };
+    let pool = match pools.as_slice() {
+        [one] => format!("{cache} {one} MiB"),
+        many => format!(
+            "{cache}s {} MiB",
+            many.iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
     vec![Block::Paragraph(format!(
-        "{} rounds (interleaved: every contender once per round, back to back), {} s per run after {} s warm-up, {} tables x {} rows, buffer pool {} MiB. {}",
-        r.rounds_found, r.plan.spec.seconds, r.plan.spec.warmup_seconds, r.plan.spec.tables, r.plan.spec.table_size, r.plan.config.buffer_pool_mb,
+        "{} rounds (interleaved: every contender once per round, back to back), {} s per run after {} s warm-up, {} tables x {} rows{tpcc}, {pool}. {}",
+        r.rounds_found, spec.seconds, spec.warmup_seconds, spec.tables, spec.table_size,
         pool_state(r)
     ))]
 }
@@ -319,8 +347,9 @@ pub fn pool_state(r: &Report) -> String {
     let (warm, cold) = (list(true), list(false));
     let cold_sentence = format!(
         "cold at {cold}: the dataset (~{data:.0} MiB) is larger than {}% of the pool, so every \
-         server starts each round with an empty pool and reads as it goes (the operating \
-         system's page cache is not dropped: those reads may come from memory)",
+         server starts each round with an empty pool and reads as it goes (past the \
+         operating system's page cache where InnoDB reads with O_DIRECT, as MariaDB 10.11 does \
+         by default; each such cell says how busy its server stayed)",
         crate::server::prewarm::MAX_POOL_SHARE_PCT
     );
     match (warm.is_empty(), cold.is_empty()) {

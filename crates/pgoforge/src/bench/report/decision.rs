@@ -33,6 +33,11 @@ pub struct Decision {
     /// The margin of the equivalence and non-inferiority tests (a fraction).
     #[serde(default = "crate::bench::stats::default_margin")]
     pub margin: f64,
+    /// In a buffer-pool sweep, the contenders of the other pools that also beat their pool's
+    /// baseline and lost nowhere (no rivals of the winner: their cells pair with another
+    /// baseline). Absent elsewhere, so reports written before keep their bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_pools: Vec<String>,
 }
 
 impl Decision {
@@ -67,6 +72,18 @@ impl Decision {
                 return format!("no contender can be packaged: {held_back}")
             }
             (None, _) => "no contender measurably beat the baseline".into(),
+            (Some(w), None) if !self.other_pools.is_empty() => format!(
+                "{w} measurably beat its buffer pool's baseline, and so did {} at {} pool{} (a \
+                 sweep: each pool's contenders are compared with its own baseline only; {w} \
+                 has the highest geometric mean of TPS ratios)",
+                self.other_pools.join(", "),
+                if self.other_pools.len() == 1 {
+                    "its"
+                } else {
+                    "their"
+                },
+                if self.other_pools.len() == 1 { "" } else { "s" }
+            ),
             (Some(w), None) => {
                 format!("{w} is the only contender that measurably beat the baseline")
             }
@@ -218,7 +235,31 @@ pub(super) fn decide(
     }
     qualified.sort_by(|a, b| b.0.total_cmp(&a.0));
     let winner = qualified.first().map(|x| x.1.clone());
-    let runner_up = qualified.get(1).map(|x| x.1.clone());
+    // In a buffer-pool sweep the runner-up is the best other contender at the winner's pool: the
+    // same binary at another pool is not a rival, and cells of different pools do not pair.
+    let pool_of = |name: &str| {
+        plan.contenders
+            .iter()
+            .find(|c| c.name == name)
+            .map(|c| plan.buffer_pool_mb_of(c))
+    };
+    let runner_up = winner.as_ref().and_then(|w| {
+        qualified
+            .iter()
+            .skip(1)
+            .find(|x| pool_of(&x.1) == pool_of(w))
+            .map(|x| x.1.clone())
+    });
+    let other_pools = winner
+        .as_ref()
+        .map(|w| {
+            qualified
+                .iter()
+                .filter(|x| pool_of(&x.1) != pool_of(w))
+                .map(|x| x.1.clone())
+                .collect()
+        })
+        .unwrap_or_default();
     let mut versus = Vec::new();
     if let (Some(w), Some(r)) = (&winner, &runner_up) {
         for c in cells
@@ -257,5 +298,6 @@ pub(super) fn decide(
         held_back,
         equivalent_cells,
         margin,
+        other_pools,
     }
 }

@@ -340,7 +340,7 @@ fn cells_and_geomeans(plan: &BenchPlan, records: &[Record]) -> (Vec<Cell>, Vec<G
 
 /// A dataset larger than [`MAX_POOL_SHARE_PCT`] of a server's buffer pool may make its cells
 /// I/O-bound: each such cell says so, with what its server's vCPU measured. A server still
-/// ≥ 95 % busy was not waiting for the disk (its pool's misses came from the page cache: seed
+/// ≥ 95 % busy was not waiting for the disk (its pool's misses were read fast enough: seed
 /// 004's configuration, docs/results/mariadb-10.11-seed004-7.7g/), and the cell says that instead.
 ///
 /// [`MAX_POOL_SHARE_PCT`]: crate::server::prewarm::MAX_POOL_SHARE_PCT
@@ -359,22 +359,38 @@ fn io_bound(plan: &BenchPlan, cells: &mut [Cell]) {
             "dataset (~{data_mb:.0} MiB) above {}% of the buffer pool ({pool} MiB)",
             crate::server::prewarm::MAX_POOL_SHARE_PCT
         );
-        let share = c
-            .server_per_txn
-            .as_ref()
-            .and_then(|s| s.bound.as_ref())
-            .map(|b| b.server_share);
+        let per = c.server_per_txn.as_ref();
+        let share = per.and_then(|s| s.bound.as_ref()).map(|b| b.server_share);
+        // What the disk did, where the runs recorded it: the machine's iowait and the server's
+        // storage reads per transaction (medians over the runs).
+        let io = per
+            .map(|s| {
+                let mut v = Vec::new();
+                if let Some(w) = &s.iowait {
+                    v.push(format!("iowait {:.0}%", w.median * 100.0));
+                }
+                if let Some(r) = &s.read_kib {
+                    v.push(format!("{:.1} KiB read per transaction", r.median));
+                }
+                v
+            })
+            .unwrap_or_default();
+        let io = if io.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", io.join(", "))
+        };
         c.warnings.push(match share {
             Some(x) if x >= crate::bench::load::SATURATED => format!(
-                "{above}, yet the server's vCPU was {:.0}% busy: CPU-bound, its pool's misses \
-                 served from the page cache",
+                "{above}, yet the server's vCPU was {:.0}% busy{io}: CPU-bound, its pool's \
+                 misses read fast enough not to stall it",
                 (x * 100.0).floor()
             ),
             Some(x) => format!(
-                "{above} and the server's vCPU {:.0}% busy: likely I/O-bound",
+                "{above} and the server's vCPU {:.0}% busy{io}: likely I/O-bound",
                 (x * 100.0).floor()
             ),
-            None => format!("{above}: likely I/O-bound"),
+            None => format!("{above}{io}: likely I/O-bound"),
         });
     }
 }
@@ -460,6 +476,8 @@ mod tests {
                     server_share: share,
                     client_share: Some(0.5),
                 }),
+                iowait: (share < 0.5).then(|| describe(&[0.31])),
+                read_kib: (share < 0.5).then(|| describe(&[48.0])),
             });
             c
         };
@@ -474,7 +492,12 @@ mod tests {
             "{:?}",
             cells[0].warnings
         );
-        assert!(cells[1].warnings[0].contains("40% busy: likely I/O-bound"));
+        assert!(
+            cells[1].warnings[0]
+                .contains("40% busy (iowait 31%, 48.0 KiB read per transaction): likely I/O-bound"),
+            "{:?}",
+            cells[1].warnings
+        );
         assert!(cells[2].warnings[0].ends_with("(4915 MiB): likely I/O-bound"));
         // A dataset that fits leaves the cells alone.
         p.spec.table_size = 1000;
@@ -896,6 +919,28 @@ mod tests {
                 "pgo is not significantly faster than the runner-up pgo+bolt in any of the 1 cells \
                  (the data allow"
             ) && d.sentence().contains("equivalent within ±3% in every cell (TOST, 5%)"),
+            "{}",
+            d.sentence()
+        );
+        // A sweep: the same variant at another pool is no runner-up (its cells pair with
+        // another baseline's).
+        let mut sw = plan(&["baseline", "pgo"], &[]);
+        sw.sweep_buffer_pool(&[1024, 4096]);
+        let d = decided(
+            &sw,
+            vec![
+                cell("pgo@bp1024", "a", 1.6, &W),
+                cell("pgo@bp4096", "a", 1.5, &W),
+            ],
+        );
+        assert_eq!(d.winner.as_deref(), Some("pgo@bp1024"));
+        assert_eq!(d.runner_up, None, "{d:?}");
+        assert_eq!(d.other_pools, vec!["pgo@bp4096".to_string()]);
+        assert!(
+            d.sentence().starts_with(
+                "pgo@bp1024 measurably beat its buffer pool's baseline, and so did pgo@bp4096 at \
+                 its pool"
+            ),
             "{}",
             d.sentence()
         );

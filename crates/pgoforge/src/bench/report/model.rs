@@ -66,6 +66,12 @@ pub struct ServerPerTxn {
     /// not record the vCPUs each side had).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bound: Option<Bound>,
+    /// The machine's iowait share over the runs (absent from runs recorded before 2026-12-06).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iowait: Option<Describe>,
+    /// KiB the server read from storage per transaction (absent likewise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_kib: Option<Describe>,
 }
 
 /// What limits a cell's throughput, measured: the server's vCPUs saturated, the client's, or
@@ -157,6 +163,7 @@ pub(super) fn capacity_rounds(
 fn per_txn(runs: &[&Record]) -> Option<ServerPerTxn> {
     let (mut user, mut sys, mut sw, mut sb, mut cb) = (vec![], vec![], vec![], vec![], vec![]);
     let (mut s_share, mut c_share) = (vec![], vec![]);
+    let (mut iowait, mut read_kib) = (vec![], vec![]);
     for r in runs {
         let (Some(l), n) = (&r.load, r.result.transactions) else {
             continue;
@@ -175,6 +182,8 @@ fn per_txn(runs: &[&Record]) -> Option<ServerPerTxn> {
         }
         sb.push((u + s) / w);
         cb.push(l.client_cpu_s / w);
+        iowait.extend(l.iowait_share);
+        read_kib.extend(l.server_read_bytes.map(|b| b as f64 / 1024.0 / n));
         if let Some(share) = l.server_share() {
             s_share.push(share);
             if let Some(c) = l.client_share() {
@@ -200,6 +209,8 @@ fn per_txn(runs: &[&Record]) -> Option<ServerPerTxn> {
         server_busy: describe(&sb),
         client_busy: describe(&cb),
         bound,
+        iowait: (!iowait.is_empty()).then(|| describe(&iowait)),
+        read_kib: (!read_kib.is_empty()).then(|| describe(&read_kib)),
     })
 }
 
