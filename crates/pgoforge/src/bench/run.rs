@@ -166,10 +166,12 @@ fn as_run(plan: &BenchPlan, dir: &Path, resume: bool, log: &dyn Fn(&str)) -> Res
         open_run_dir(&plan, dir, resume)?;
     }
     if recorded_cells(dir)?.is_empty() {
-        log(&super::estimate::sentence(
-            &plan.spec,
-            plan.contenders.len(),
-        ));
+        let pools: Vec<u64> = plan
+            .contenders
+            .iter()
+            .map(|c| plan.buffer_pool_mb_of(c))
+            .collect();
+        log(&super::estimate::sentence(&plan.spec, &pools));
     }
     Ok(plan)
 }

@@ -314,8 +314,11 @@ impl RunPlan {
             crate::bench::budget::check(&req.bench, &req.server, servers, &m)
                 .map_err(PlanError::Budget)?;
         }
-        let bench_estimate_seconds =
-            crate::bench::estimate::wall_time(&req.bench, servers).as_secs();
+        let bench_estimate_seconds = crate::bench::estimate::wall_time(
+            &req.bench,
+            &vec![req.server.buffer_pool_mb; servers],
+        )
+        .as_secs();
         Ok(RunPlan {
             bench_estimate_seconds,
             request: req,
