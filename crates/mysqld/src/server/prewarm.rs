@@ -139,13 +139,11 @@ fn dataset_bytes(datadir: &Path) -> Result<u64> {
 /// The size of MyRocks' data: the SST files of the datadir's `#rocksdb` directory (the server's
 /// own system tables are InnoDB's and Aria's, not in it).
 fn rocksdb_bytes(datadir: &Path) -> Result<u64> {
-    let dir = datadir.join("#rocksdb");
     let mut total = 0;
-    for f in fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
-        let f = f?;
-        if f.path().extension().is_some_and(|e| e == "sst") {
-            total += f.metadata()?.len();
-        }
+    for f in crate::infra::fs::files_under(&datadir.join("#rocksdb"), "sst")? {
+        total += fs::metadata(&f)
+            .with_context(|| format!("reading {}", f.display()))?
+            .len();
     }
     Ok(total)
 }

@@ -167,7 +167,7 @@ impl TpccSize {
 
 /// `s` with its tables in `engine`. MyRocks has no foreign keys, so tpcc goes without them
 /// there, as sysbench-tpcc would have to be told (`--use_fk=0`).
-pub fn on_engine(mut s: Settings, engine: super::config::Engine) -> Settings {
+fn on_engine(mut s: Settings, engine: super::config::Engine) -> Settings {
     s.schema.storage_engine = engine.name().to_string();
     if engine != super::config::Engine::InnoDb {
         s.tpcc.use_fk = false;
@@ -189,13 +189,14 @@ pub fn tpcc_dataset(size: TpccSize) -> Settings {
 /// What a template for `workloads` holds: the OLTP tables, sysbench-tpcc's when a workload is
 /// tpcc, and a replay's data when a workload is replay and the replay has some — a dump loaded
 /// into it, or a datadir the template is a copy of (without either, the statements run against
-/// the OLTP tables' database as it is). The benchmark, the cachegrind
+/// the OLTP tables' database as it is), every table in `engine`. The benchmark, the cachegrind
 /// measurement and the training mixes all ask for this.
 pub fn datasets(
     workloads: &[oltp::TestName],
     tables: u32,
     table_size: u64,
     tpcc: TpccSize,
+    engine: super::config::Engine,
     replay: Option<&Replay>,
 ) -> Vec<Settings> {
     let mut v = vec![oltp_dataset(tables, table_size)];
@@ -210,12 +211,23 @@ pub fn datasets(
             v.push(s);
         }
     }
-    v
+    v.into_iter().map(|s| on_engine(s, engine)).collect()
 }
 
 /// The settings a run of `w` starts from on such a template (its threads and time still to set).
 /// A replay without its file here is refused by the driver when it runs.
 pub fn run_settings(
+    w: oltp::TestName,
+    tables: u32,
+    table_size: u64,
+    tpcc: TpccSize,
+    engine: super::config::Engine,
+    replay: Option<&Replay>,
+) -> Settings {
+    on_engine(settings_of(w, tables, table_size, tpcc, replay), engine)
+}
+
+fn settings_of(
     w: oltp::TestName,
     tables: u32,
     table_size: u64,

@@ -100,15 +100,13 @@ fn measure_one(
     log: &dyn Fn(&str),
 ) -> Result<CgRecord> {
     // tpcc at its default size, like the OLTP tables' small one: quick to warm under valgrind.
-    let mut s = template::on_engine(
-        template::run_settings(
-            w,
-            plan.tables,
-            plan.table_size,
-            Default::default(),
-            plan.replay.as_ref(),
-        ),
+    let mut s = template::run_settings(
+        w,
+        plan.tables,
+        plan.table_size,
+        Default::default(),
         plan.config.engine,
+        plan.replay.as_ref(),
     );
     s.threads = 1;
     s.time_s = 0;
@@ -605,16 +603,14 @@ pub fn measure(
         .create(true)
         .append(true)
         .open(records_path(dir))?;
-    let data: Vec<_> = template::datasets(
+    let data = template::datasets(
         &plan.workloads,
         plan.tables,
         plan.table_size,
         Default::default(),
+        plan.config.engine,
         plan.replay.as_ref(),
-    )
-    .into_iter()
-    .map(|s| template::on_engine(s, plan.config.engine))
-    .collect();
+    );
     let base = ServerSpec {
         config: plan.config.clone(),
         // Under valgrind a server starts and stops many times slower.

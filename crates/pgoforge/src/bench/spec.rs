@@ -122,24 +122,20 @@ impl BenchSpec {
             self.tables,
             self.table_size,
             self.tpcc,
+            engine,
             self.replay.as_ref(),
         )
-        .into_iter()
-        .map(|s| template::on_engine(s, engine))
-        .collect()
     }
 
     /// The settings a run of `w` starts from ([`template::run_settings`]) on tables in `engine`.
     pub fn run_settings(&self, w: TestName, engine: Engine) -> Settings {
-        template::on_engine(
-            template::run_settings(
-                w,
-                self.tables,
-                self.table_size,
-                self.tpcc,
-                self.replay.as_ref(),
-            ),
+        template::run_settings(
+            w,
+            self.tables,
+            self.table_size,
+            self.tpcc,
             engine,
+            self.replay.as_ref(),
         )
     }
 

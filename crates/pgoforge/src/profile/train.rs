@@ -116,12 +116,13 @@ impl Mix {
     /// the replayed file.
     pub fn settings(&self, test: TestName) -> Settings {
         if matches!(test, TestName::Tpcc | TestName::Replay) {
-            // Training keeps tpcc's default size: a profile sees the code paths of one
+            // Training keeps tpcc's default size and InnoDB: a profile sees the code paths of one
             // warehouse as of a hundred, and the mix stays short.
             return crate::server::template::run_settings(
                 test,
                 self.tables,
                 self.table_size,
+                Default::default(),
                 Default::default(),
                 self.replay.as_ref(),
             );
@@ -300,6 +301,7 @@ fn datasets(mix: &Mix) -> Vec<Settings> {
         &tests,
         mix.tables,
         mix.table_size,
+        Default::default(),
         Default::default(),
         mix.replay.as_ref(),
     )
