@@ -201,6 +201,27 @@ impl BenchSpec {
         }
     }
 
+    /// The default run's benchmark (issue 49 item 4; docs/bench/bench-shape.md): point_select,
+    /// read_write and the held-out select_random_ranges, runs of 6 s after 3 s of warm-up. Cut
+    /// from a committed run of the full evaluation, this shape kept every decision (the same
+    /// winner, the held-out check, the A/A control not significant) with lower bounds 1 to 3
+    /// points lower, in a third of the time: with the baseline, the winner, Debian's server and
+    /// the A/A control its 6 comparisons need 8 rounds, about 20 minutes on 2 cores, so the
+    /// whole default run fits 75 minutes. read_only and tpcc are the full evaluation's
+    /// ([`BenchSpec::standard`], `run --full`).
+    pub fn short() -> BenchSpec {
+        BenchSpec {
+            workloads: vec![
+                TestName::OltpPointSelect,
+                TestName::OltpReadWrite,
+                TestName::SelectRandomRanges,
+            ],
+            seconds: 6,
+            warmup_seconds: 3,
+            ..BenchSpec::standard()
+        }
+    }
+
     /// A first look (`--quick`): two workloads (no tpcc, no held-out check), runs of 10 s on a
     /// smaller dataset.
     pub fn quick() -> BenchSpec {
@@ -215,11 +236,18 @@ impl BenchSpec {
     }
 
     /// The rounds raised, if need be, to what the exact paired test needs to show significance
-    /// after Holm's correction over every comparison `contenders` make (all but the baseline, on
-    /// every workload and thread count): 6 for one comparison, 8 for 6, 9 for 9 — then up to whole
-    /// blocks of `scheme` (12 for 3 contenders in a Williams design, whose blocks are 6 rounds).
-    pub fn with_rounds_for(mut self, contenders: usize, scheme: OrderScheme) -> BenchSpec {
-        let comparisons = contenders.saturating_sub(1) * self.cells().len();
+    /// after Holm's correction over every comparison `contenders` make (all but the baseline and
+    /// the `controls` — the A/A control, which the report tests outside Holm's family — on every
+    /// workload and thread count): 6 for one comparison, 8 for 6, 9 for 9 — then up to whole
+    /// blocks of `scheme` over every served contender (12 for 3 in a Williams design, whose
+    /// blocks are 6 rounds).
+    pub fn with_rounds_for(
+        mut self,
+        contenders: usize,
+        controls: usize,
+        scheme: OrderScheme,
+    ) -> BenchSpec {
+        let comparisons = contenders.saturating_sub(1 + controls) * self.cells().len();
         let needed = self
             .rounds
             .max(crate::bench::stats::rounds_needed(comparisons) as u32);

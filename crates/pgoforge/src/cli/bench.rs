@@ -17,7 +17,7 @@ use pgoforge::server::ServerConfig;
 
 use super::args::{contender, BenchSpecArgs, GuardArgs, RunDirArgs, ServerConfigArgs, WorkDirArgs};
 
-fn parse_engine(s: &str) -> Result<Engine, String> {
+pub(super) fn parse_engine(s: &str) -> Result<Engine, String> {
     s.parse()
 }
 
@@ -184,10 +184,12 @@ pub fn main(a: BenchArgs) -> Result<i32> {
     plan.sweep_buffer_pool(&a.sweep_buffer_pool_mb);
     if !a.spec.rounds_given() {
         // Every contender beyond the first of each buffer pool size is compared with it.
+        let control = usize::from(plan.aa_control.is_some());
+        let n = plan.contenders.len();
         plan.spec = plan
             .spec
             .clone()
-            .with_rounds_for(plan.contenders.len(), plan.order_scheme);
+            .with_rounds_for(n, control, plan.order_scheme);
     }
     check_budget(&plan, &work);
     run::benchmark(

@@ -6,6 +6,7 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 use clap::Args;
 use pgoforge::bench::report;
+use pgoforge::bench::spec::BenchSpec;
 use pgoforge::builder::Variant;
 use pgoforge::events::Reporter;
 use pgoforge::gate::GateMode;
@@ -13,6 +14,7 @@ use pgoforge::infra::time::human;
 use pgoforge::pipeline::{self, deps, Env, Outcome, RunPlan, RunRequest};
 use pgoforge::profile::train::{Mix, NamedMix};
 use pgoforge::recipe::Recipe;
+use pgoforge::server::config::Engine;
 
 use super::args::{
     contender, words, BenchSpecArgs, BuildHostArgs, CompilerArgs, GuardArgs, MixArgs,
@@ -46,6 +48,23 @@ pub struct RunArgs {
     /// and no BOLT.
     #[arg(long, conflicts_with = "matrix")]
     quick: bool,
+    /// The full evaluation: every standard workload (oltp_read_only and tpcc beside the default
+    /// benchmark's point_select, read_write and held-out select_random_ranges), runs of 20 s
+    /// after 5 s, and the bolt-ready build compared unBOLTed too (pgo+lto: BOLT's own share)
+    /// [the default benchmark: those three workloads, 6-s runs after 3 s, about 20 minutes on 2
+    /// cores; the full one about two hours].
+    #[arg(long, conflicts_with_all = ["quick", "matrix"])]
+    full: bool,
+    /// The engine of the benchmark's tables: innodb, or rocksdb (MyRocks: every build of the
+    /// run also builds its plugin, about 8 min more each on 2 cores; Debian's server is compared
+    /// with Debian's plugin of the same release) [innodb].
+    #[arg(long, default_value = "innodb", value_parser = super::bench::parse_engine)]
+    engine: Engine,
+    /// The engine of the training's tables, comma-separated; two make a train × evaluate
+    /// matrix whose mixes are named MIX-ENGINE (an InnoDB-trained profile measured on MyRocks
+    /// beside a MyRocks-trained one: --engine rocksdb --train-engine innodb,rocksdb) [--engine].
+    #[arg(long = "train-engine", value_delimiter = ',', value_parser = super::bench::parse_engine)]
+    train_engine: Vec<Engine>,
     /// The train × evaluate matrix: one build per training mix [--variants pgo+lto, --train-mix
     /// oltp, tpcc and oltp+tpcc; with --replay-file also replay and oltp+tpcc+replay], each
     /// benchmarked against the baseline on every workload [the standard four, and replay with
@@ -180,11 +199,13 @@ pub struct RunArgs {
 const INTERRUPTED: &str = "\npgoforge run: interrupted. Finished stages are kept (run-state.json, \
 finished builds, benchmark rounds already written); rerun the same command to continue.\n";
 
-fn default_variants(quick: bool, matrix: bool) -> Vec<Variant> {
+fn default_variants(quick: bool, matrix: bool, full: bool) -> Vec<Variant> {
     let names: &[&str] = if quick {
         &["pgo"]
     } else if matrix {
         &["pgo+lto"]
+    } else if full {
+        &["pgo+lto", "pgo+lto+bolt"]
     } else {
         &["pgo+lto+bolt"]
     };
@@ -273,7 +294,90 @@ fn distro(
     if a.no_distro || a.matrix || a.source.source.is_some() || named {
         return None;
     }
-    pgoforge::source::distro::DistroServer::of_recipe(recipe)
+    let mut d = pgoforge::source::distro::DistroServer::of_recipe(recipe)?;
+    // On a plugin engine Debian's server is compared with Debian's plugin of the same release.
+    if let Some(package) = recipe
+        .engines
+        .get(a.engine.name())
+        .and_then(|e| e.debian_package.clone())
+        .filter(|_| !a.engine.is_innodb())
+    {
+        d.with.push(package);
+    }
+    Some(d)
+}
+
+/// The benchmark: the default's, --quick's, --full's or the matrix's, with the flags over it.
+fn bench_spec(a: &RunArgs) -> BenchSpec {
+    let mut bench = a.bench.spec_over(if a.matrix {
+        BenchSpec::matrix()
+    } else if a.quick {
+        BenchSpec::quick()
+    } else if a.full {
+        BenchSpec::standard()
+    } else {
+        BenchSpec::short()
+    });
+    if a.matrix && bench.replay.is_some() && a.bench.workloads.is_empty() {
+        // A matrix evaluates on the file it was given as well.
+        bench.workloads.push(oltp::settings::TestName::Replay);
+    }
+    bench
+}
+
+/// The recipe whose builds carry the plugin of an engine the run benchmarks or trains on
+/// (refused, exit 2, when the recipe cannot build it).
+fn with_engines(a: &RunArgs, recipe: Recipe) -> Recipe {
+    let plugin = train_engines(a)
+        .into_iter()
+        .chain([a.engine])
+        .find(|e| !e.is_innodb());
+    match plugin {
+        Some(e) => recipe
+            .with_engine(e.name())
+            .unwrap_or_else(|m| super::usage_error(format!("--engine {e}: {m}"))),
+        None => recipe,
+    }
+}
+
+/// The engines the training runs on: `--train-engine`, or the benchmark's.
+fn train_engines(a: &RunArgs) -> Vec<Engine> {
+    let mut v: Vec<Engine> = Vec::new();
+    for &e in &a.train_engine {
+        if !v.contains(&e) {
+            v.push(e);
+        }
+    }
+    if v.is_empty() {
+        v.push(a.engine);
+    }
+    v
+}
+
+/// Each mix on each training engine: one engine keeps the mixes' names; several make every mix
+/// once per engine, named MIX-ENGINE (a matrix of training engines).
+fn on_train_engines(mixes: Vec<NamedMix>, engines: &[Engine]) -> Vec<NamedMix> {
+    if let [e] = engines {
+        return mixes
+            .into_iter()
+            .map(|mut m| {
+                m.mix.engine = *e;
+                m
+            })
+            .collect();
+    }
+    mixes
+        .iter()
+        .flat_map(|m| {
+            engines.iter().map(move |&e| NamedMix {
+                name: format!("{}-{}", m.name, e.name()),
+                mix: Mix {
+                    engine: e,
+                    ..m.mix.clone()
+                },
+            })
+        })
+        .collect()
 }
 
 /// `--profile-from`: the earlier build's sidecar opened into WORK/reuse/ (a temporary directory
@@ -327,29 +431,25 @@ pub fn main(a: RunArgs) -> Result<i32> {
     a.bench
         .check_ssh_config(!a.build_hosts.build_host.is_empty());
     let variants = if a.variants.is_empty() {
-        default_variants(a.quick, a.matrix)
+        // Several training engines are a matrix too: one build per mix, which +bolt is not yet.
+        default_variants(a.quick, a.matrix || train_engines(&a).len() > 1, a.full)
     } else {
         a.variants.clone()
     };
-    let mut bench = if a.matrix {
-        a.bench
-            .spec_over(pgoforge::bench::spec::BenchSpec::matrix())
-    } else {
-        a.bench.spec(a.quick)
-    };
-    if a.matrix && bench.replay.is_some() && a.bench.workloads.is_empty() {
-        // A matrix evaluates on the file it was given as well.
-        bench.workloads.push(oltp::settings::TestName::Replay);
-    }
+    let bench = bench_spec(&a);
     let mut mix = a.mix.mix(a.quick).unwrap_or_else(|e| super::usage_error(e));
     mix.replay = bench.replay.clone();
-    let mixes = training_mixes(&a, &mix).unwrap_or_else(|e| super::usage_error(e));
+    let mixes = on_train_engines(
+        training_mixes(&a, &mix).unwrap_or_else(|e| super::usage_error(e)),
+        &train_engines(&a),
+    );
     if let Err(e) = bench.check() {
         super::usage_error(e);
     }
     let reporter = super::reporter(a.json);
     let needs_bolt = variants.iter().any(|v| v.bolt_ready);
     let (recipe, source_release) = a.source.recipe()?;
+    let recipe = with_engines(&a, recipe);
     say_compiler(&a, &recipe, reporter.as_ref());
     if !a.plan {
         ensure_deps(&a, &recipe, needs_bolt, reporter.as_ref())?;
@@ -376,7 +476,10 @@ pub fn main(a: RunArgs) -> Result<i32> {
         reuse,
         mixes,
         bench,
-        server: a.server.config(),
+        server: pgoforge::server::ServerConfig {
+            engine: a.engine,
+            ..a.server.config()
+        },
         bolt_flags: words(&a.bolt_flags),
         work_dir: a.work.work_dir.clone(),
         package: !a.no_package,
@@ -410,11 +513,13 @@ pub fn main(a: RunArgs) -> Result<i32> {
         SourceArgs::warn(plan.source_release.as_ref());
         return Ok(0);
     }
-    // Said up front: after hours of builds, the benchmark is the part its flags decide.
+    // Said up front: the whole run, then the benchmark, the part its flags decide.
+    reporter.message("plan", &plan.estimate.sentence());
     reporter.message(
         "plan",
         &format!(
-            "the benchmark will take about {} (--rounds, --time, --workloads, --no-aa change it)",
+            "the benchmark will take about {} (--full, --rounds, --time, --workloads, --no-aa \
+             change it)",
             pgoforge::infra::time::human(plan.bench_estimate_seconds as f64)
         ),
     );

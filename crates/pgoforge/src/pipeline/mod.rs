@@ -10,6 +10,7 @@
 
 mod contenders;
 pub mod deps;
+pub mod estimate;
 pub mod outcome;
 pub mod plan;
 pub mod profile_from;
@@ -113,6 +114,20 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
 pub fn resolve(req: RunRequest, env: &Env) -> Result<RunPlan> {
     let mut plan = RunPlan::resolve(req, env)?;
     plan.stages.extend(stages::after_builds(&plan.request));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let req = &plan.request;
+    plan.estimate = estimate::RunEstimate::of(
+        &estimate::Planned {
+            stages: &plan.stages,
+            recipe: &req.recipe,
+            family: req.compiler.family,
+            mixes: &req.mixes,
+            binaries: plan.contenders.len() + req.outside_count(),
+            mtr_binaries: plan.contenders.len() + req.outside.len(),
+            bench_seconds: plan.bench_estimate_seconds,
+        },
+        cores,
+    );
     Ok(plan)
 }
 

@@ -19,7 +19,8 @@ use serde::{Deserialize, Serialize};
 use super::{check_gcda, check_profdata, store, Kind, Meta, Stored};
 use crate::builder::{BuildOutput, ProfileInput};
 use crate::infra::time::now_secs;
-use crate::server::{Server, ServerSpec, ServerState};
+use crate::server::config::Engine;
+use crate::server::{Server, ServerConfig, ServerSpec, ServerState};
 use crate::toolchain::FlagFamily;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,9 +41,23 @@ pub struct Mix {
     /// their training keys stay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<crate::server::template::Replay>,
+    /// The engine of the training's tables (`run --train-engine`; by default the run's
+    /// `--engine`): a profile of MyRocks' code needs tables in MyRocks. Absent for InnoDB, so
+    /// the training keys made before stay.
+    #[serde(default, skip_serializing_if = "Engine::is_innodb")]
+    pub engine: Engine,
 }
 
 impl Mix {
+    /// The configuration of a server this mix trains on: `server`'s, with the mix's engine
+    /// (MyRocks' plugin loaded and the pool's memory as its block cache; InnoDB's pool as given).
+    pub fn server_config(&self, server: &ServerConfig) -> ServerConfig {
+        ServerConfig {
+            engine: self.engine,
+            ..server.clone()
+        }
+    }
+
     /// The OLTP mix (`oltp` in a mix's name): point_select, read_only (prepared and text),
     /// read_write, about five minutes. The default training adds tpcc ([`DEFAULT_MIX`]).
     pub fn standard() -> Mix {
@@ -55,6 +70,7 @@ impl Mix {
                     .expect("valid mix")
                     .0,
             replay: None,
+            engine: Engine::InnoDb,
         }
     }
 
@@ -79,6 +95,7 @@ impl Mix {
                 .expect("valid mix")
                 .0,
             replay: None,
+            engine: Engine::InnoDb,
         }
     }
 
@@ -123,11 +140,12 @@ impl Mix {
                 self.tables,
                 self.table_size,
                 Default::default(),
-                Default::default(),
+                self.engine,
                 self.replay.as_ref(),
             );
         }
         let mut s = Settings::new(test);
+        s.schema.storage_engine = self.engine.name().to_string();
         s.schema.tables = self.tables;
         s.schema.table_size = self.table_size;
         s.rand.seed = 1;
@@ -302,7 +320,7 @@ fn datasets(mix: &Mix) -> Vec<Settings> {
         mix.tables,
         mix.table_size,
         Default::default(),
-        Default::default(),
+        mix.engine,
         mix.replay.as_ref(),
     )
 }

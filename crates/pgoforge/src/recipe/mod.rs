@@ -153,6 +153,67 @@ pub struct Recipe {
     /// The server's own regression tests for the gate (absent: the quick gate only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtr: Option<mtr::MtrSpec>,
+    /// What this recipe's builds and gate took on 2 cores, measured in seconds: what a plan estimates the
+    /// run's total from (`pipeline::estimate`). Absent: the plan times the rest and says the
+    /// builds are not known. Never part of a key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timings: Option<Timings>,
+    /// Storage engines the recipe can build beside the server (`[engines.rocksdb]`), for a run
+    /// whose tables are in one (`run --engine rocksdb`); absent from every other run's builds,
+    /// so their keys stay.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub engines: BTreeMap<String, EngineBuild>,
+}
+
+/// What building a storage engine's plugin adds to every build of a run on that engine.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineBuild {
+    /// CMake arguments; each replaces the build's argument for the same variable (the recipe's
+    /// `-DPLUGIN_ROCKSDB=NO`, say), or is added.
+    pub cmake_args: Vec<String>,
+    /// Targets built beside the recipe's.
+    pub targets: Vec<String>,
+    /// The engine's own regression tests, run by the MTR gate beside the recipe's subset.
+    #[serde(default)]
+    pub mtr_tests: Vec<String>,
+    /// The distribution's package of the plugin, unpacked beside its server of the built release
+    /// when that server is compared (`mariadb-plugin-rocksdb`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debian_package: Option<String>,
+    /// What the plugin adds to each build on 2 cores, in seconds (for the plan's estimate).
+    #[serde(default)]
+    pub build_seconds: u32,
+}
+
+/// Measured seconds on a 2-core machine (`[timings]`); the estimate scales them by the cores.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timings {
+    /// Where the figures were measured (a results page), for whoever updates them.
+    pub measured: String,
+    /// Builds with clang and with GCC; a compiler without figures makes the builds unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clang: Option<BuildMinutes>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gcc: Option<BuildMinutes>,
+    /// The MTR gate: its tools built once, then the subset per binary.
+    #[serde(default)]
+    pub mtr_tools: u32,
+    #[serde(default)]
+    pub mtr_per_binary: u32,
+}
+
+/// Seconds of one build of each kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuildMinutes {
+    /// No profile, no LTO.
+    pub baseline: u32,
+    /// Instrumented (pgo-gen, cs-pgo-gen).
+    pub instrumented: u32,
+    /// With a profile or LTO (the bolt-ready build among them).
+    pub optimized: u32,
 }
 
 fn parse_value(name: &str, text: &str) -> Result<toml::Table> {
@@ -216,6 +277,43 @@ impl Recipe {
         }
         self.check()
             .with_context(|| format!("--source-version {}", version.escape_debug()))?;
+        Ok(self)
+    }
+
+    /// The recipe whose builds carry the plugin of the engine named `engine` (`[engines.NAME]`;
+    /// the caller leaves InnoDB, built into every server, alone). Refused, naming the fix, when
+    /// the recipe does not build the engine.
+    pub fn with_engine(mut self, engine: &str) -> Result<Recipe, String> {
+        let Some(e) = self.engines.get(engine).cloned() else {
+            return Err(format!(
+                "recipe {} does not build the {engine} engine (it has no [engines.{engine}] \
+                 section); use a recipe that does (mariadb-10.11), or run on InnoDB",
+                self.name,
+            ));
+        };
+        for arg in &e.cmake_args {
+            let var = arg.split_once('=').map_or(arg.as_str(), |(v, _)| v);
+            self.build
+                .cmake_args
+                .retain(|a| a.split_once('=').map_or(a.as_str(), |(v, _)| v) != var);
+            self.build.cmake_args.push(arg.clone());
+        }
+        for t in &e.targets {
+            if !self.build.targets.contains(t) {
+                self.build.targets.push(t.clone());
+            }
+        }
+        if let Some(m) = &mut self.mtr {
+            m.tests.extend(e.mtr_tests.iter().cloned());
+        }
+        if let Some(t) = &mut self.timings {
+            for b in [&mut t.clang, &mut t.gcc].into_iter().flatten() {
+                b.baseline += e.build_seconds;
+                b.instrumented += e.build_seconds;
+                b.optimized += e.build_seconds;
+            }
+        }
+        self.description = format!("{}, with {engine}", self.description);
         Ok(self)
     }
 

@@ -27,6 +27,10 @@ pub struct DistroServer {
     pub version: String,
     /// The recipe's suite; the binary index covers it and its -security and -updates suites.
     pub suite: String,
+    /// Packages of the same version unpacked beside the server: an engine's plugin for a run on
+    /// that engine (`mariadb-plugin-rocksdb`). Absent otherwise, so other runs' stages stay.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub with: Vec<String>,
 }
 
 /// The unpacked server.
@@ -59,13 +63,15 @@ impl DistroServer {
             package: package.clone(),
             version: version.clone(),
             suite: suite.clone(),
+            with: Vec::new(),
         })
     }
 
     /// Where it is unpacked: `WORK/distro/PACKAGE_VERSION` (the epoch's colon made safe).
     pub fn dir(&self, work: &Path) -> PathBuf {
+        let with: String = self.with.iter().map(|p| format!("+{p}")).collect();
         work.join("distro").join(format!(
-            "{}_{}",
+            "{}_{}{with}",
             self.package,
             self.version.replace(':', "%3a")
         ))
@@ -90,30 +96,38 @@ impl DistroServer {
             log.text
                 .push_str(&format!("(using the older index: {why})\n"));
         }
-        let deb = apt.download(&self.package, &self.version, staging.path(), &mut log)?;
-        log.save(&parent.join("logs").join(format!(
+        let root = staging.path().join("root");
+        let log_file = parent.join("logs").join(format!(
             "{}_{}.log",
             self.package,
             self.version.replace(':', "%3a")
-        )));
-        let Some(deb) = deb else {
-            bail!(
-                "Debian's {} {} could not be downloaded ({}); apt's output is in {}",
-                self.package,
-                self.version,
-                super::apt::first_error(&log.text).unwrap_or("apt gave no reason"),
-                parent.join("logs").display()
-            );
-        };
-        let root = staging.path().join("root");
-        crate::infra::runner::run_tool(
-            std::process::Command::new("dpkg-deb")
-                .arg("-x")
-                .arg(&deb)
-                .arg(&root),
-            "dpkg-deb -x",
-            None,
-        )?;
+        ));
+        let mut debs = Vec::new();
+        for package in std::iter::once(&self.package).chain(&self.with) {
+            let deb = apt.download(package, &self.version, staging.path(), &mut log)?;
+            log.save(&log_file);
+            let Some(deb) = deb else {
+                bail!(
+                    "Debian's {package} {} could not be downloaded ({}); apt's output is in {}",
+                    self.version,
+                    super::apt::first_error(&log.text).unwrap_or("apt gave no reason"),
+                    parent.join("logs").display()
+                );
+            };
+            crate::infra::runner::run_tool(
+                std::process::Command::new("dpkg-deb")
+                    .arg("-x")
+                    .arg(&deb)
+                    .arg(&root),
+                "dpkg-deb -x",
+                None,
+            )?;
+            debs.push(deb);
+        }
+        let deb = debs.swap_remove(0);
+        for d in debs {
+            fs::remove_file(d)?;
+        }
         let name = deb
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -163,6 +177,7 @@ mod tests {
             package: "mariadb-server-core".into(),
             version: "1:10.11.18-0+deb12u1".into(),
             suite: "bookworm".into(),
+            with: Vec::new(),
         };
         let dir = d.dir(t.path());
         assert!(dir.ends_with("distro/mariadb-server-core_1%3a10.11.18-0+deb12u1"));

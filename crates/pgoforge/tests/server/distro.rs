@@ -37,6 +37,7 @@ fn debians_server_of_a_release_is_fetched_unpacked_and_runs_from_the_work_dir() 
                 package: "mariadb-server-core".into(),
                 version: r.version.clone(),
                 suite: "bookworm".into(),
+                with: Vec::new(),
             };
             match d.fetch(&work) {
                 Ok(f) => Some((d, f)),
@@ -67,6 +68,26 @@ fn debians_server_of_a_release_is_fetched_unpacked_and_runs_from_the_work_dir() 
     // Fetched once: the second time is the same tree, nothing downloaded.
     let again = d.fetch(&work).unwrap();
     assert_eq!(again, f);
+    // A run on MyRocks unpacks Debian's plugin package of the same release beside the server,
+    // in a tree of its own; the server's layout finds the plugin there.
+    let with_rocksdb = DistroServer {
+        with: vec!["mariadb-plugin-rocksdb".into()],
+        ..d.clone()
+    };
+    let fr = with_rocksdb.fetch(&work).unwrap();
+    assert_ne!(with_rocksdb.dir(&work), d.dir(&work));
+    let layout = pgoforge::server::Layout::discover(&fr.binary, None, None);
+    let dir = layout
+        .engine_plugin_dir(pgoforge::server::config::Engine::RocksDb, &fr.binary)
+        .unwrap()
+        .expect("MyRocks is a plugin");
+    assert!(dir.starts_with(work.join("distro")), "{}", dir.display());
+    assert!(dir.join("ha_rocksdb.so").is_file());
+    // The plain server's tree has no plugin: it was not unpacked there.
+    let plain = pgoforge::server::Layout::discover(&f.binary, None, None);
+    assert!(plain
+        .engine_plugin_dir(pgoforge::server::config::Engine::RocksDb, &f.binary)
+        .is_err());
     // A release the mirror does not list: refused, naming it.
     let bogus = DistroServer {
         version: "1:10.11.0-0+deb12u99".into(),

@@ -306,6 +306,7 @@ fn a_replay_is_a_benchmark_and_a_training_workload_on_its_own_data() {
             })
             .unwrap(),
         ),
+        engine: Default::default(),
     };
     mix.check().unwrap();
     let (tpl, _) = dataset_template(&work, &spec, &mix).unwrap();

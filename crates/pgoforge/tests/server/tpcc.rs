@@ -363,6 +363,7 @@ fn a_training_mix_with_a_tpcc_phase_runs_on_its_template() {
             .unwrap()
             .0,
         replay: None,
+        engine: Default::default(),
     };
     assert!(!mix.phases[1].prepared, "tpcc is text-protocol only");
     let (tpl, made) = dataset_template(work.path(), &spec, &mix).unwrap();

@@ -43,7 +43,7 @@ impl Stage for BoltStage<'_> {
             &self.mix,
             &self.flags,
             &self.bolt.llvm_bolt,
-            &self.server,
+            &self.mix.server_config(self.server),
         ))?;
         // A given profile is an input of its own; without one the key is what it always was.
         match self.given {
@@ -63,15 +63,17 @@ impl Stage for BoltStage<'_> {
         let stage = self.name().to_string();
         tick_to(cx.reporter, &stage)(0, 0);
         // A given profile needs no training run, so no dataset.
+        // BOLT's profiling run trains on the mix's engine, as the training did.
+        let config = self.mix.server_config(self.server);
         let template = match self.given {
             Some(_) => None,
-            None => super::train::dataset(self.dataset_from, self.server, self.mix, cx, &stage)?,
+            None => super::train::dataset(self.dataset_from, &config, self.mix, cx, &stage)?,
         };
         let out = bolt::optimize(
             &BoltRequest {
                 binary: self.binary,
                 bolt: self.bolt,
-                spec: ServerSpec::with_config(self.server.clone()),
+                spec: ServerSpec::with_config(config.clone()),
                 mix: self.mix,
                 dataset: template.as_deref(),
                 work_dir: cx.work,

@@ -90,7 +90,7 @@ impl Stage for TrainStage<'_> {
     fn key(&self) -> Result<String> {
         // Where the dataset comes from is left out: the same tables, however they were made, so
         // profiles trained before the shared template stay valid (and the builds keyed by them).
-        inputs_hash(&(&self.gen.key, &self.mix, server_key(self.server)))
+        inputs_hash(&(&self.gen.key, &self.mix, server_key(&self.config())))
     }
 
     fn still_valid(&self, s: &Stored) -> bool {
@@ -100,12 +100,13 @@ impl Stage for TrainStage<'_> {
     fn run(&self, cx: &Ctx) -> Result<Made<Stored>> {
         let stage = self.name().to_string();
         tick_to(cx.reporter, &stage)(0, 0);
-        let template = dataset(self.dataset_from, self.server, self.mix, cx, &stage)?;
+        let config = self.config();
+        let template = dataset(self.dataset_from, &config, self.mix, cx, &stage)?;
         let stored = train::train(
             &TrainRequest {
                 gen: self.gen,
                 base: self.base,
-                spec: ServerSpec::with_config(self.server.clone()),
+                spec: ServerSpec::with_config(config.clone()),
                 mix: self.mix,
                 dataset: template.as_deref(),
                 work_dir: cx.work,
@@ -134,6 +135,11 @@ impl Stage for TrainStage<'_> {
 impl<'a> TrainStage<'a> {
     /// Training `gen` on `mix` with the run's server settings, on the dataset template the baseline
     /// prepares (`base`: the first profile, for a cs-pgo-gen build).
+    /// The training servers' configuration: the run's, on the mix's engine.
+    fn config(&self) -> ServerConfig {
+        self.mix.server_config(self.server)
+    }
+
     pub fn of_run(
         plan: &'a RunPlan,
         baseline: &'a BuildOutput,
