@@ -22,6 +22,18 @@ fn template_dir(work: &Path) -> std::path::PathBuf {
     dirs.remove(0)
 }
 
+/// The engines of the sbtest schema's tables, each once.
+fn sbtest_engines(root: &mut oltp::proto::Conn) -> Vec<String> {
+    root.query_rows(
+        "SELECT DISTINCT UPPER(ENGINE) FROM information_schema.TABLES \
+         WHERE TABLE_SCHEMA = 'sbtest' AND TABLE_TYPE = 'BASE TABLE'",
+    )
+    .unwrap()
+    .into_iter()
+    .filter_map(|r| r.into_iter().next().flatten())
+    .collect()
+}
+
 #[test]
 fn a_myrocks_benchmark_puts_every_table_in_rocksdb_and_measures_oltp_and_tpcc() {
     let w = tempfile::tempdir().unwrap();
@@ -60,15 +72,9 @@ fn a_myrocks_benchmark_puts_every_table_in_rocksdb_and_measures_oltp_and_tpcc() 
     };
     let mut srv = template::start_copy(&tpl, &spec, &w.path().join("look")).unwrap();
     let mut root = srv.state.root().unwrap();
-    let engines = root
-        .query_rows(
-            "SELECT DISTINCT UPPER(ENGINE) FROM information_schema.TABLES \
-             WHERE TABLE_SCHEMA = 'sbtest' AND TABLE_TYPE = 'BASE TABLE'",
-        )
-        .unwrap();
     assert_eq!(
-        engines,
-        vec![vec![Some("ROCKSDB".to_string())]],
+        sbtest_engines(&mut root),
+        ["ROCKSDB"],
         "every table is MyRocks'"
     );
     let rows = root
@@ -172,13 +178,7 @@ fn a_training_mix_on_myrocks_prepares_and_writes_rocksdb_tables() {
     let mut srv = start_for_mix(&spec, &work.path().join("inst"), Some(&tpl), &log).unwrap();
     run_mix_from(&srv.state, &mix, Some(&tpl), &log).unwrap();
     let mut root = srv.state.root().unwrap();
-    let engines = root
-        .query_rows(
-            "SELECT DISTINCT UPPER(ENGINE) FROM information_schema.TABLES \
-             WHERE TABLE_SCHEMA = 'sbtest' AND TABLE_TYPE = 'BASE TABLE'",
-        )
-        .unwrap();
-    assert_eq!(engines, vec![vec![Some("ROCKSDB".to_string())]]);
+    assert_eq!(sbtest_engines(&mut root), ["ROCKSDB"]);
     // tpcc's phase added orders to the 30 000 the load made, in MyRocks.
     let orders = root
         .query_value("SELECT COUNT(*) FROM sbtest.orders1")
