@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::stage::StageId;
 use crate::builder::variant::{PgoPhase, Variant};
 use crate::profile::train::{Mix, NamedMix};
-use crate::recipe::{BuildMinutes, Recipe};
+use crate::recipe::{BuildSeconds, Recipe};
 use crate::toolchain::FlagFamily;
 
 /// Around a training mix's phases: the servers started and stopped, the dataset copied from its
@@ -69,7 +69,7 @@ impl RunEstimate {
     /// Times every stage `p` lists on a machine of `cores`.
     pub fn of(p: &Planned, cores: usize) -> RunEstimate {
         let timings = p.recipe.timings.as_ref();
-        let minutes = timings.and_then(|t| match p.family {
+        let build = timings.and_then(|t| match p.family {
             FlagFamily::Clang => t.clang,
             FlagFamily::Gcc => t.gcc,
         });
@@ -80,7 +80,7 @@ impl RunEstimate {
         for id in p.stages {
             let seconds = match id {
                 StageId::Source => Some(SOURCE_S),
-                StageId::Build(v, _) => minutes.map(|m| build_seconds(&m, v) * scale),
+                StageId::Build(v, _) => build.map(|m| build_seconds(&m, v) * scale),
                 StageId::Train(_) | StageId::TrainOn(_) => {
                     let mix = match id {
                         StageId::TrainOn(name) => p.mixes.iter().find(|m| &m.name == name),
@@ -154,7 +154,7 @@ impl RunEstimate {
 }
 
 /// The recipe's seconds for a build of `v`.
-fn build_seconds(m: &BuildMinutes, v: &Variant) -> f64 {
+fn build_seconds(m: &BuildSeconds, v: &Variant) -> f64 {
     f64::from(match v.phase {
         PgoPhase::PgoGen | PgoPhase::CsGen => m.instrumented,
         PgoPhase::Baseline if !v.lto => m.baseline,
@@ -173,7 +173,7 @@ mod tests {
 
     #[test]
     fn builds_take_the_recipes_seconds_by_kind() {
-        let m = BuildMinutes {
+        let m = BuildSeconds {
             baseline: 6,
             instrumented: 8,
             optimized: 10,

@@ -153,9 +153,9 @@ pub struct Recipe {
     /// The server's own regression tests for the gate (absent: the quick gate only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtr: Option<mtr::MtrSpec>,
-    /// What this recipe's builds and gate took on 2 cores, measured in seconds: what a plan estimates the
-    /// run's total from (`pipeline::estimate`). Absent: the plan times the rest and says the
-    /// builds are not known. Never part of a key.
+    /// What this recipe's builds and gate took on 2 cores, measured in seconds: what a plan
+    /// estimates the run's total from (`pipeline::estimate`). Absent: the plan times the rest and
+    /// says the builds are not known. Never part of a key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timings: Option<Timings>,
     /// Storage engines the recipe can build beside the server (`[engines.rocksdb]`), for a run
@@ -194,9 +194,9 @@ pub struct Timings {
     pub measured: String,
     /// Builds with clang and with GCC; a compiler without figures makes the builds unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clang: Option<BuildMinutes>,
+    pub clang: Option<BuildSeconds>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gcc: Option<BuildMinutes>,
+    pub gcc: Option<BuildSeconds>,
     /// The MTR gate: its tools built once, then the subset per binary.
     #[serde(default)]
     pub mtr_tools: u32,
@@ -207,7 +207,7 @@ pub struct Timings {
 /// Seconds of one build of each kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct BuildMinutes {
+pub struct BuildSeconds {
     /// No profile, no LTO.
     pub baseline: u32,
     /// Instrumented (pgo-gen, cs-pgo-gen).
@@ -291,11 +291,10 @@ impl Recipe {
                 self.name,
             ));
         };
+        // `-DVAR=VALUE`'s variable (the whole argument when it sets none).
+        let var = |a: &str| a.split_once('=').map_or(a, |(v, _)| v).to_string();
         for arg in &e.cmake_args {
-            let var = arg.split_once('=').map_or(arg.as_str(), |(v, _)| v);
-            self.build
-                .cmake_args
-                .retain(|a| a.split_once('=').map_or(a.as_str(), |(v, _)| v) != var);
+            self.build.cmake_args.retain(|a| var(a) != var(arg));
             self.build.cmake_args.push(arg.clone());
         }
         for t in &e.targets {
