@@ -115,6 +115,9 @@ fn mtr_stage<'a>(a: &'a GateArgs, recipe: &'a Recipe) -> Result<Option<MtrStage<
         // `pgoforge gate` runs MTR on whatever it is given.
         not_run: Vec::new(),
         identities,
+        // The gate command's tables are InnoDB's (it has no --engine), so MTR keeps the
+        // baseline's plugins.
+        engine: Default::default(),
     }))
 }
 

@@ -177,6 +177,15 @@ pub struct EngineBuild {
     /// The engine's own regression tests, run by the MTR gate beside the recipe's subset.
     #[serde(default)]
     pub mtr_tests: Vec<String>,
+    /// Tools those tests need, built with MTR's (MyRocks' suite skips itself without sst_dump).
+    #[serde(default)]
+    pub mtr_targets: Vec<String>,
+    /// What those tools and tests add to the MTR gate on 2 cores, in seconds: once, and per
+    /// binary (for the plan's estimate).
+    #[serde(default)]
+    pub mtr_tools_seconds: u32,
+    #[serde(default)]
+    pub mtr_seconds_per_binary: u32,
     /// The distribution's package of the plugin, unpacked beside its server of the built release
     /// when that server is compared (`mariadb-plugin-rocksdb`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -304,6 +313,7 @@ impl Recipe {
         }
         if let Some(m) = &mut self.mtr {
             m.tests.extend(e.mtr_tests.iter().cloned());
+            m.targets.extend(e.mtr_targets.iter().cloned());
         }
         if let Some(t) = &mut self.timings {
             for b in [&mut t.clang, &mut t.gcc].into_iter().flatten() {
@@ -311,6 +321,8 @@ impl Recipe {
                 b.instrumented += e.build_seconds;
                 b.optimized += e.build_seconds;
             }
+            t.mtr_tools += e.mtr_tools_seconds;
+            t.mtr_per_binary += e.mtr_seconds_per_binary;
         }
         self.description = format!("{}, with {engine}", self.description);
         Ok(self)

@@ -592,7 +592,8 @@ fn client_threads_are_chosen_per_workload_unless_given() {
 
 /// A run on MyRocks (issue 51 item 3): every build carries the RocksDB plugin (the recipe's
 /// `[engines.rocksdb]` replaces its `-DPLUGIN_ROCKSDB=NO`), the training and the benchmark use
-/// MyRocks tables, and Debian's server is compared with Debian's plugin of the same release; a
+/// MyRocks tables, the gate adds MyRocks' own MTR tests, and Debian's server is compared with
+/// Debian's plugin of the same release; a
 /// default run's recipe, server and mix are what they were (their keys stay). Two training
 /// engines make a matrix; a recipe that cannot build the engine is refused before any work.
 #[test]
@@ -636,6 +637,30 @@ fn a_run_on_myrocks_builds_its_plugin_everywhere_and_trains_on_it() {
             .unwrap()
     };
     assert!(build(&rocks, "build baseline") > build(&default, "build baseline"));
+    // The gate runs MyRocks' own suite beside the recipe's subset, with the tool it needs; its
+    // estimate counts them. A default run's MTR list is the recipe's alone.
+    let mtr = |p: &Value, key: &str| -> Vec<String> {
+        p["request"]["recipe"]["mtr"][key]
+            .as_array()
+            .expect("mtr")
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect()
+    };
+    let (plain, with) = (mtr(&default, "tests"), mtr(&rocks, "tests"));
+    assert!(
+        !plain.iter().any(|t| t.starts_with("rocksdb.")),
+        "{plain:?}"
+    );
+    assert!(with.starts_with(&plain), "{with:?}");
+    let engine_tests: Vec<&String> = with[plain.len()..].iter().collect();
+    assert!(
+        engine_tests.len() >= 20 && engine_tests.iter().all(|t| t.starts_with("rocksdb.")),
+        "{engine_tests:?}"
+    );
+    assert!(mtr(&rocks, "targets").contains(&"sst_dump".to_string()));
+    assert!(!mtr(&default, "targets").contains(&"sst_dump".to_string()));
+    assert!(build(&rocks, "mtr") > build(&default, "mtr"));
     // InnoDB-trained and MyRocks-trained profiles side by side.
     let both = plan(&["--engine", "rocksdb", "--train-engine", "innodb,rocksdb"]);
     let names: Vec<(String, Vec<String>)> = mixes(&both);

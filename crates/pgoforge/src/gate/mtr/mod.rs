@@ -11,7 +11,9 @@
 //! holds only a link to that binary; MySQL's `MTR_BINDIR` names the directory MTR takes the server
 //! *and* every client from, so it gets a shadow of the baseline's build directory in which only
 //! the server's link differs. Either way clients, plugins, error messages and test files stay the
-//! baseline's, so a difference is the server's.
+//! baseline's, so a difference is the server's — except a plugin engine's plugin (MyRocks),
+//! compiled and optimized with each server: each binary is tested with the plugin beside it,
+//! through a shadow build directory (MTR links its plugins from the build directory it is given).
 //!
 //! Files: [`swap`] (the directory MTR takes the server from), [`output`] (MTR's report parsed),
 //! [`run`] (one binary's run, MTR's tools built), [`compare`] (regressions against the baseline),

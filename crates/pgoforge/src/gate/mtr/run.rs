@@ -57,9 +57,9 @@ pub fn run_on(
         fs::remove_dir_all(dir)
             .with_context(|| format!("removing {}, left by an earlier MTR run", dir.display()))?;
     }
-    server_dir(tree, &binary, &dir.join("server"))?;
-    let test_dir = tree
-        .script
+    let under_test = server_dir(tree, &binary, dir)?;
+    let script = super::swap::script(tree, &under_test);
+    let test_dir = script
         .parent()
         .context("the MTR script has a directory")?
         .to_path_buf();
@@ -70,9 +70,9 @@ pub fn run_on(
     let mut cmd = Command::new("perl");
     // MTR dying with pgoforge takes its servers along (its process wrapper watches its parent).
     crate::infra::interrupt::dies_with_pgoforge(&mut cmd);
-    cmd.arg(&tree.script)
+    cmd.arg(&script)
         .current_dir(&test_dir)
-        .env(&tree.server_dir_env, dir.join("server"))
+        .envs(under_test)
         .arg(format!("--vardir={}", dir.join("var").display()))
         .arg(format!("--parallel={parallel}"))
         // Every test runs whatever fails before it; a test hanging in a broken binary is stopped.

@@ -15,6 +15,7 @@ use crate::pipeline::run_cx::RunCx;
 use crate::pipeline::stage::{Ctx, Made, Stage, StageId};
 use crate::pipeline::state::inputs_hash;
 use crate::pipeline::tail::{Step, Tail};
+use crate::server::config::Engine;
 use crate::source::Source;
 
 pub struct MtrStage<'a> {
@@ -37,6 +38,8 @@ pub struct MtrStage<'a> {
     pub not_run: Vec<String>,
     /// What identifies each binary (a rebuilt binary at the same path is a new one).
     pub identities: Vec<(String, String)>,
+    /// The run's engine: a plugin engine's plugin is each binary's own.
+    pub engine: Engine,
 }
 
 impl MtrStage<'_> {
@@ -52,6 +55,7 @@ impl MtrStage<'_> {
             server_dir_env: self.spec.server_dir_env.clone(),
             swap: self.spec.swap,
             build_dir: self.build_dir.clone(),
+            engine: self.engine,
         }
     }
 }
@@ -64,13 +68,18 @@ impl Stage for MtrStage<'_> {
     }
 
     fn key(&self) -> Result<String> {
-        inputs_hash(&(
+        let inputs = (
             &self.identities,
             self.mode,
             &self.tests,
             &self.args,
             &self.spec.script,
-        ))
+        );
+        // An InnoDB run's key stays what it was before engines existed.
+        match self.engine {
+            Engine::InnoDb => inputs_hash(&inputs),
+            e => inputs_hash(&(inputs, e)),
+        }
     }
 
     fn still_valid(&self, _: &MtrGate) -> bool {
@@ -160,6 +169,7 @@ impl<'a> MtrStage<'a> {
                 .map(|c| c.name.clone())
                 .collect(),
             identities: identities(&built),
+            engine: req.server.engine,
         })
     }
 }
