@@ -107,7 +107,7 @@ fn make_deb(tarball: &Path, out: &Path, o: &DebOpts) -> Result<Deb> {
         for_version: o.for_version.as_deref(),
         maintainer: o.maintainer.as_deref(),
     })?;
-    if let Some(w) = deb::fit_warning(&d.fits) {
+    for w in deb::fit_warning(&d.fits).iter().chain(&d.left_out) {
         eprintln!("warning: {w}");
     }
     Ok(d)

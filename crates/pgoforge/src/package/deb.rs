@@ -57,6 +57,24 @@ pub struct Deb {
     pub fits: String,
     pub sha256: String,
     pub bytes: u64,
+    /// What the tarball holds and the .deb does not: a MyRocks run's optimized plugin, which
+    /// would replace a file of another Debian package (mariadb-plugin-rocksdb).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_out: Option<String>,
+}
+
+/// The sentence [`Deb::left_out`] carries for a package of a plugin engine's run.
+fn plugin_left_out(m: &Manifest, tarball: &Path) -> Option<String> {
+    let file = m.engine.plugin()?;
+    Some(format!(
+        "the .deb replaces the server only: {}'s optimized {} plugin ({}/{file}) stays in the \
+         tarball, and Debian's service loads Debian's own where mariadb-plugin-rocksdb is installed — the \
+         benchmark measured the pair; to run the optimized plugin, deploy the tarball (its \
+         my.cnf loads it)",
+        tarball.display(),
+        m.engine,
+        super::PLUGIN_DIR
+    ))
 }
 
 /// What a DBA must hear before copying a .deb to this machine's dpkg: it fits another release
@@ -486,6 +504,7 @@ pub fn build(req: &DebRequest) -> Result<Deb> {
         package: PACKAGE.into(),
         version,
         fits,
+        left_out: plugin_left_out(&m, req.tarball),
     })
 }
 
@@ -597,6 +616,15 @@ fn rfc2822(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plugin_engine_package_says_its_deb_leaves_the_plugin_out() {
+        let mut m = Manifest::default();
+        assert_eq!(plugin_left_out(&m, Path::new("p.tar.zst")), None);
+        m.engine = crate::server::config::Engine::RocksDb;
+        let w = plugin_left_out(&m, Path::new("p.tar.zst")).unwrap();
+        assert!(w.contains("lib/plugin/ha_rocksdb.so") && w.contains("deploy the tarball"));
+    }
 
     #[test]
     fn versions_say_what_the_package_is_and_stay_valid() {

@@ -80,7 +80,11 @@ pub fn package_dirs_named(cnf: &str, m: &Manifest) -> Vec<(String, Option<PathBu
         .filter_map(|l| {
             let (k, v) = l.split_once('=')?;
             let (k, v) = (k.trim(), v.trim());
-            matches!(k, "basedir" | "lc-messages-dir" | "character-sets-dir").then(|| {
+            matches!(
+                k,
+                "basedir" | "lc-messages-dir" | "character-sets-dir" | "plugin-dir"
+            )
+            .then(|| {
                 let rel = Path::new(v).strip_prefix(&root).ok().map(Path::to_path_buf);
                 (k.to_string(), rel)
             })
@@ -127,6 +131,16 @@ fn my_cnf(k: &KitFor) -> String {
          # Size it for the machine (pgoforge benchmarked with 2 GiB).\n\
          innodb_buffer_pool_size = 2G"
     );
+    if let Some(file) = k.manifest.engine.plugin() {
+        let _ = writeln!(
+            c,
+            "# The {} engine the package was measured on: its plugin, built with this server.\n\
+             plugin-dir         = {p}/{}\n\
+             plugin-load-add    = {file}",
+            k.manifest.engine,
+            super::PLUGIN_DIR
+        );
+    }
     if k.flavor.family.is_mysql_like() && k.flavor.at_least(8, 0, 0) {
         let _ = writeln!(
             c,

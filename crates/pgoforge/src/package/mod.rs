@@ -17,6 +17,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::infra::fs::sha256_file;
+use crate::server::config::Engine;
 use crate::server::flavor::Flavor;
 use crate::server::Layout;
 
@@ -108,7 +109,14 @@ pub struct Manifest {
     /// training (`run --profile-from`; absent: trained by the run, or given by `--profile`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_provenance: Option<sidecar::ProfileProvenance>,
+    /// The engine the run measured (absent: InnoDB). A plugin engine's plugin, built and
+    /// optimized with the server, is packed beside it (`lib/plugin/`) and loaded by its my.cnf.
+    #[serde(default, skip_serializing_if = "Engine::is_innodb")]
+    pub engine: Engine,
 }
+
+/// Where a package keeps an engine's plugin, relative to its root.
+pub const PLUGIN_DIR: &str = "lib/plugin";
 
 /// Where a work dir's packages go.
 pub fn packages_dir(work: &Path) -> PathBuf {
@@ -328,6 +336,9 @@ pub fn package(req: &PackageRequest) -> Result<Package> {
             m.binary_note = format!("{}; {note}", m.binary_note);
         }
     }
+    if let Some(note) = pack_engine_plugin(req, &m, &root)? {
+        m.binary_note = format!("{}; {note}", m.binary_note);
+    }
     // Only the language directories: a build tree's sql/share also holds CMake leftovers.
     for e in fs::read_dir(messages).with_context(|| format!("reading {}", messages.display()))? {
         let e = e?;
@@ -398,6 +409,41 @@ pub fn package(req: &PackageRequest) -> Result<Package> {
         binary_sha256: m.binary_sha256.clone(),
         manifest_sha256,
     })
+}
+
+/// Copies the engine's plugin the binary was measured with (found beside it, as the benchmark
+/// found it) into `lib/plugin/`, without its debug info; None for an engine built into the server.
+fn pack_engine_plugin(req: &PackageRequest, m: &Manifest, root: &Path) -> Result<Option<String>> {
+    let Some(file) = m.engine.plugin() else {
+        return Ok(None);
+    };
+    let Some(dir) = req.layout.engine_plugin_dir(m.engine, req.binary)? else {
+        return Ok(None);
+    };
+    let (src, dst_dir) = (dir.join(file), root.join(PLUGIN_DIR));
+    fs::create_dir_all(&dst_dir).with_context(|| format!("creating {}", dst_dir.display()))?;
+    let dst = dst_dir.join(file);
+    let strip = Command::new("strip")
+        .arg("--strip-unneeded")
+        .arg("-o")
+        .arg(&dst)
+        .arg(&src)
+        .output()
+        .context("running strip (apt-get install binutils)")?;
+    if strip.status.success() {
+        return Ok(Some(format!(
+            "{} plugin {PLUGIN_DIR}/{file} from {} (strip --strip-unneeded)",
+            m.engine,
+            src.display()
+        )));
+    }
+    fs::copy(&src, &dst).with_context(|| format!("copying {}", src.display()))?;
+    Ok(Some(format!(
+        "{} plugin {PLUGIN_DIR}/{file} from {} (not stripped: {})",
+        m.engine,
+        src.display(),
+        String::from_utf8_lossy(&strip.stderr).trim()
+    )))
 }
 
 /// SHA256SUMS at the package's root: every file under it, relative; returns the files listed.

@@ -15,6 +15,7 @@ use crate::infra::exit::ExitStatus;
 use crate::package::{self, Gain, Manifest, Package, PackageRequest};
 use crate::profile::bolt::BoltOutput;
 use crate::profile::Stored;
+use crate::server::config::Engine;
 use crate::server::{Flavor, Layout};
 use crate::source::Source;
 
@@ -80,6 +81,10 @@ pub struct Outcome {
     /// (`--profile-from`); the package's manifest records it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_provenance: Option<crate::package::sidecar::ProfileProvenance>,
+    /// The engine of the benchmark's tables (absent: InnoDB): a package of the run carries its
+    /// plugin.
+    #[serde(default, skip_serializing_if = "Engine::is_innodb")]
+    pub engine: Engine,
 }
 
 impl Outcome {
@@ -230,6 +235,7 @@ pub fn package_contender(
         cpu,
         binary_sha256: String::new(),
         profile_provenance: outcome.profile_provenance.clone(),
+        engine: outcome.engine,
     };
     let out_dir = package::packages_dir(work);
     let pkg = package::package(&PackageRequest {

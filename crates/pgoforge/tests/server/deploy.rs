@@ -17,6 +17,7 @@ use std::process::Command;
 use pgoforge::builder::codegen::CpuLevel;
 use pgoforge::package::cpu::CpuRequirement;
 use pgoforge::package::{package, DebianSource, Manifest, PackageRequest};
+use pgoforge::server::config::Engine;
 use pgoforge::server::Layout;
 
 use crate::common;
@@ -113,6 +114,19 @@ pub(crate) fn tarball_for_cpu(
     out: &Path,
     cpu: Option<CpuRequirement>,
 ) -> PathBuf {
+    tarball_with(binary, name, fits, out, cpu, Engine::InnoDb)
+}
+
+/// A package tarball of a run on `engine` (a plugin engine's plugin is Debian's, found beside
+/// Debian's server, as a build's is beside the build's server).
+pub(crate) fn tarball_with(
+    binary: &Path,
+    name: &str,
+    fits: &str,
+    out: &Path,
+    cpu: Option<CpuRequirement>,
+    engine: Engine,
+) -> PathBuf {
     let layout = Layout::discover(Path::new(DEBIAN_BINARY), None, None);
     let manifest = Manifest {
         name: name.into(),
@@ -132,6 +146,7 @@ pub(crate) fn tarball_for_cpu(
         cpu,
         binary_sha256: String::new(),
         profile_provenance: None,
+        engine,
         ..Manifest::default()
     };
     package(&PackageRequest {

@@ -5,7 +5,10 @@
 //! server started as the unit starts it (its `ExecStart`, as the `mysql` user), reached through
 //! the package's my.cnf, and the unit accepted by `systemd-analyze verify`.
 //!
-//! The packaged server is Debian's mariadbd relabeled `-pgo` (deploy.rs; CI builds no server).
+//! The packaged server is Debian's mariadbd relabeled `-pgo` (deploy.rs; CI builds no server),
+//! packaged as a MyRocks run's winner: with its engine's plugin (Debian's, from
+//! mariadb-plugin-rocksdb, standing in for the one built beside a run's server), which the
+//! started server must have loaded.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -16,7 +19,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::pgoforge;
-use crate::deploy::{broken_server, relabeled_server, tarball};
+use crate::deploy::{broken_server, relabeled_server, tarball, tarball_with};
+use pgoforge::server::config::Engine;
 
 const NAME: &str = "mariadb-verify-pgo+lto-gcc-12";
 
@@ -74,7 +78,14 @@ fn a_package_is_verified_and_its_readme_runs_it_as_the_unit_would() {
     // The mysql user must reach the package and its datadir, as under /opt and /var/lib.
     fs::set_permissions(t.path(), fs::Permissions::from_mode(0o755)).unwrap();
     let server = relabeled_server(t.path());
-    let pkg = tarball(&server, NAME, "1:10.11.19-0+deb12u1", &t.path().join("out"));
+    let pkg = tarball_with(
+        &server,
+        NAME,
+        "1:10.11.19-0+deb12u1",
+        &t.path().join("out"),
+        None,
+        Engine::RocksDb,
+    );
 
     let (code, v, err) = verify(&pkg, &[]);
     assert_eq!(code, 0, "{v}\n{err}");
@@ -98,6 +109,13 @@ fn a_package_is_verified_and_its_readme_runs_it_as_the_unit_would() {
     ));
     assert_eq!(c, 0, "{out}");
     let root = opt.join(NAME);
+    // The engine's plugin is packed (stripped of what loading does not need) and named by my.cnf.
+    let plugin = root.join("lib/plugin/ha_rocksdb.so");
+    let packed = fs::metadata(&plugin).expect("the package carries the MyRocks plugin");
+    let debian = fs::metadata("/usr/lib/mysql/plugin/ha_rocksdb.so").unwrap();
+    assert!(packed.len() > 1_000_000 && packed.len() <= debian.len());
+    let manifest = fs::read_to_string(root.join("manifest.json")).unwrap();
+    assert!(manifest.contains("\"engine\": \"rocksdb\""), "{manifest}");
     let moved = |text: &str| {
         text.replace(&format!("/opt/{NAME}"), &root.display().to_string())
             .replace("/var/lib/pgoforge-mariadb", &var.display().to_string())
@@ -159,7 +177,9 @@ fn a_package_is_verified_and_its_readme_runs_it_as_the_unit_would() {
     }
     let cnf = root.join("etc/my.cnf");
     let (c, out) = sh(&format!(
-        "mariadb --defaults-file={} -u root -N -e 'SELECT VERSION(), CURRENT_USER(), @@port, @@bind_address'",
+        "mariadb --defaults-file={} -u root -N -e 'SELECT VERSION(), CURRENT_USER(), @@port, @@bind_address; \
+         SELECT SUPPORT FROM information_schema.ENGINES WHERE ENGINE = \"ROCKSDB\"; \
+         SELECT @@plugin_dir'",
         cnf.display()
     ));
     let _ = sh(&format!("kill $(cat {})", run.join("mysqld.pid").display()));
@@ -172,6 +192,14 @@ fn a_package_is_verified_and_its_readme_runs_it_as_the_unit_would() {
     );
     assert!(
         out.contains("-pgo\troot@localhost\t3307\t127.0.0.1"),
+        "{out}"
+    );
+    // MyRocks is there, loaded from the package's own plugin directory.
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.get(1), Some(&"YES"), "{out}");
+    assert_eq!(
+        lines.get(2).map(|d| d.trim_end_matches('/')),
+        Some(root.join("lib/plugin").to_str().unwrap()),
         "{out}"
     );
     assert!(stopped.success(), "the server stops cleanly on SIGTERM");

@@ -79,6 +79,7 @@ impl Step for ReportStep {
             timings: Vec::new(),
             recipe_resolved: Some(req.recipe.clone()),
             profile_provenance: req.reuse.as_ref().map(|r| r.provenance.clone()),
+            engine: req.server.engine,
         };
         outcome.save(r.cx.work)?;
         t.report = Some(report);
