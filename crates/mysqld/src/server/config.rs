@@ -55,6 +55,14 @@ impl Engine {
         }
     }
 
+    /// What holds the engine's data in memory: what `--buffer-pool-mb` sizes for it.
+    pub fn cache(&self) -> &'static str {
+        match self {
+            Engine::InnoDb => "buffer pool",
+            Engine::RocksDb => "block cache",
+        }
+    }
+
     /// The plugin library that provides the engine, for an engine that is not built in.
     pub fn plugin(&self) -> Option<&'static str> {
         match self {
