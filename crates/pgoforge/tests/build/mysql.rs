@@ -153,6 +153,7 @@ fn a_packaged_mysql_runs_where_it_is_unpacked_with_no_library_from_its_build_tre
         cpu: None,
         binary_sha256: String::new(),
         profile_provenance: None,
+        engine: Default::default(),
     };
     let p = package(&PackageRequest {
         binary: &bin,

@@ -42,6 +42,7 @@ fn manifest(name: &str) -> Manifest {
         cpu: None,
         binary_sha256: String::new(),
         profile_provenance: None,
+        engine: Default::default(),
     }
 }
 
