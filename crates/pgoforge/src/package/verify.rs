@@ -398,15 +398,21 @@ fn short_start(server: &Path, m: &Manifest, scratch: &Path) -> Check {
         let _ = fs::remove_dir_all(&dir);
         let mut spec = ServerSpec::new(server);
         spec.config.buffer_pool_mb = 128;
+        // A package of a MyRocks run loads its own plugin (lib/plugin) and the table is MyRocks'.
+        spec.config.engine = m.engine;
         let mut srv = Server::create(&spec, &dir).context("starting the packaged server")?;
         let mut c = srv.state.root()?;
         let version = c
             .query_value("SELECT VERSION()")
             .map_err(|e| anyhow::anyhow!("SELECT VERSION(): {e}"))?
             .unwrap_or_default();
+        let create = format!(
+            "CREATE TABLE pgoforge_verify.t (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE={}",
+            m.engine.name()
+        );
         for sql in [
             "CREATE DATABASE IF NOT EXISTS pgoforge_verify",
-            "CREATE TABLE pgoforge_verify.t (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB",
+            create.as_str(),
             "INSERT INTO pgoforge_verify.t VALUES (1, 'one'), (2, 'two'), (3, 'three')",
         ] {
             c.query(sql).map_err(|e| anyhow::anyhow!("{sql}: {e}"))?;
@@ -427,12 +433,22 @@ fn short_start(server: &Path, m: &Manifest, scratch: &Path) -> Check {
         Ok(v) if m.server_version.starts_with(&v) || v == m.server_version => check(
             "start",
             true,
-            format!("initialized, started, served VERSION() = {v}, wrote and read a table, stopped ({secs:.1} s)"),
+            format!(
+                "initialized, started, served VERSION() = {v}, wrote and read {} table, stopped \
+                 ({secs:.1} s)",
+                match m.engine.plugin() {
+                    Some(p) => format!("a {} table (its {p} from the package)", m.engine),
+                    None => "a".to_string(),
+                }
+            ),
         ),
         Ok(v) => check(
             "start",
             false,
-            format!("the running server says VERSION() = {v}, the manifest {}", m.server_version),
+            format!(
+                "the running server says VERSION() = {v}, the manifest {}",
+                m.server_version
+            ),
         ),
         Err(e) => check("start", false, format!("{e:#}")),
     }

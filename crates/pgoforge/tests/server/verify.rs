@@ -92,10 +92,13 @@ fn a_package_is_verified_and_its_readme_runs_it_as_the_unit_would() {
     for c in ["hashes", "name", "version", "deployment files", "start"] {
         assert_eq!(check(&v, c)["ok"], true, "{c}: {v}");
     }
-    assert!(check(&v, "start")["detail"]
-        .as_str()
-        .unwrap()
-        .contains("-pgo"));
+    let started = check(&v, "start")["detail"].as_str().unwrap();
+    assert!(started.contains("-pgo"), "{started}");
+    // The short start ran MyRocks from the package's own plugin.
+    assert!(
+        started.contains("a rocksdb table (its ha_rocksdb.so from the package)"),
+        "{started}"
+    );
 
     // Unpacked "at /opt": a scratch prefix, the README's sed applied to every path.
     let opt = t.path().join("opt");
