@@ -63,6 +63,15 @@ impl Engine {
         }
     }
 
+    /// What a prewarm's read count counts (`Prewarmed::disk_reads`): InnoDB's pages read from
+    /// disk; MyRocks' block-cache misses, which the page cache may serve.
+    pub fn cache_reads(&self) -> &'static str {
+        match self {
+            Engine::InnoDb => "pages read from disk",
+            Engine::RocksDb => "block-cache misses",
+        }
+    }
+
     /// The plugin library that provides the engine, for an engine that is not built in.
     pub fn plugin(&self) -> Option<&'static str> {
         match self {

@@ -70,12 +70,7 @@ pub fn start_contender(
             w.tables,
             w.scans,
             w.disk_reads,
-            // MyRocks counts its block cache's misses, which the page cache may serve.
-            if spec.config.engine.is_innodb() {
-                "pages read from disk"
-            } else {
-                "block-cache misses"
-            },
+            spec.config.engine.cache_reads(),
             w.seconds
         )),
         Ok(_) => {}

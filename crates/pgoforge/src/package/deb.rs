@@ -68,9 +68,9 @@ fn plugin_left_out(m: &Manifest, tarball: &Path) -> Option<String> {
     let file = m.engine.plugin()?;
     Some(format!(
         "the .deb replaces the server only: {}'s optimized {} plugin ({}/{file}) stays in the \
-         tarball, and Debian's service loads Debian's own where mariadb-plugin-rocksdb is installed — the \
-         benchmark measured the pair; to run the optimized plugin, deploy the tarball (its \
-         my.cnf loads it)",
+         tarball, and Debian's service loads Debian's own where mariadb-plugin-rocksdb is \
+         installed — the benchmark measured the pair; to run the optimized plugin, deploy the \
+         tarball (its my.cnf loads it)",
         tarball.display(),
         m.engine,
         super::PLUGIN_DIR

@@ -175,13 +175,7 @@ fn version_line(bin: &Path) -> Option<String> {
 /// breaks (BOLT's output: binutils and llvm-strip both mangle its new program headers,
 /// llvm/llvm-project#89336) is copied whole instead. Returns what was done, for the manifest.
 fn strip_checked(src: &Path, dst: &Path, flavor: &Flavor) -> Result<String> {
-    let strip = Command::new("strip")
-        .arg("--strip-all")
-        .arg("-o")
-        .arg(dst)
-        .arg(src)
-        .output()
-        .context("running strip (apt-get install binutils)")?;
+    let strip = strip("--strip-all", src, dst)?;
     let runs = |p: &Path| version_line(p).is_some_and(|v| v.contains(&flavor.version));
     if strip.status.success() && runs(dst) {
         // A bolt-ready build packaged unBOLTed carries the relocations --emit-relocs kept for
@@ -411,6 +405,18 @@ pub fn package(req: &PackageRequest) -> Result<Package> {
     })
 }
 
+/// `strip FLAG -o dst src` (`--strip-all` for the server; `--strip-unneeded` for a plugin, which
+/// keeps the symbols the server resolves); its output, for the caller to judge.
+fn strip(flag: &str, src: &Path, dst: &Path) -> Result<std::process::Output> {
+    Command::new("strip")
+        .arg(flag)
+        .arg("-o")
+        .arg(dst)
+        .arg(src)
+        .output()
+        .context("running strip (apt-get install binutils)")
+}
+
 /// Copies the engine's plugin the binary was measured with (found beside it, as the benchmark
 /// found it) into `lib/plugin/`, without its debug info; None for an engine built into the server.
 fn pack_engine_plugin(req: &PackageRequest, m: &Manifest, root: &Path) -> Result<Option<String>> {
@@ -423,13 +429,7 @@ fn pack_engine_plugin(req: &PackageRequest, m: &Manifest, root: &Path) -> Result
     let (src, dst_dir) = (dir.join(file), root.join(PLUGIN_DIR));
     fs::create_dir_all(&dst_dir).with_context(|| format!("creating {}", dst_dir.display()))?;
     let dst = dst_dir.join(file);
-    let strip = Command::new("strip")
-        .arg("--strip-unneeded")
-        .arg("-o")
-        .arg(&dst)
-        .arg(&src)
-        .output()
-        .context("running strip (apt-get install binutils)")?;
+    let strip = strip("--strip-unneeded", &src, &dst)?;
     if strip.status.success() {
         return Ok(Some(format!(
             "{} plugin {PLUGIN_DIR}/{file} from {} (strip --strip-unneeded)",

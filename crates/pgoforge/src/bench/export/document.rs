@@ -300,9 +300,11 @@ fn setup(r: &Report) -> Vec<Block> {
         };
     let pools = super::sweep::pools(r);
     // MyRocks' block cache takes the memory the buffer pool has with InnoDB.
-    let cache = match r.plan.config.engine {
-        crate::server::config::Engine::InnoDb => "buffer pool",
-        crate::server::config::Engine::RocksDb => "tables in MyRocks, block cache",
+    let engine = r.plan.config.engine;
+    let cache = if engine.is_innodb() {
+        engine.cache().to_string()
+    } else {
+        format!("tables in MyRocks, {}", engine.cache())
     };
     let pool = match pools.as_slice() {
         [one] => format!("{cache} {one} MiB"),
