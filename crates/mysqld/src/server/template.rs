@@ -262,6 +262,21 @@ pub fn ensure_made(
     spec: &ServerSpec,
     datasets: &[Settings],
 ) -> Result<(PathBuf, bool)> {
+    ensure_logged(work_dir, spec, datasets, &|_| {})
+}
+
+/// Seconds between the lines a template's load logs while it runs: a 10 GB dataset loads for
+/// minutes, and a log that is not a terminal shows no progress bar.
+const LOAD_HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// [`ensure_made`], logging a load when it happens: its start, every [`LOAD_HEARTBEAT`] the
+/// loader's latest step, and its end with the time it took.
+pub fn ensure_logged(
+    work_dir: &Path,
+    spec: &ServerSpec,
+    datasets: &[Settings],
+    log: &dyn Fn(&str),
+) -> Result<(PathBuf, bool)> {
     let flavor = super::Flavor::detect(&spec.binary)?;
     let (dataset, also) = datasets
         .split_first()
@@ -292,6 +307,11 @@ pub fn ensure_made(
     }
     let building = dir.with_extension("building");
     let _ = fs::remove_dir_all(&building);
+    let t0 = std::time::Instant::now();
+    log(&format!(
+        "loading the dataset template into {}",
+        dir.display()
+    ));
     // A replay's datadir is the template's starting point; the other datasets go into a copy of it.
     let adopted = datasets.iter().find_map(|d| d.replay.datadir.as_deref());
     let made = (|| -> Result<()> {
@@ -302,8 +322,10 @@ pub fn ensure_made(
         for d in datasets.iter().filter(|d| d.replay.datadir.is_none()) {
             let mut s = d.clone();
             s.conn = srv.state.conn_settings();
-            oltp::schema::prepare(&s, &|_| {})
-                .with_context(|| format!("preparing the dataset template ({})", d.test))?;
+            with_heartbeat(t0, LOAD_HEARTBEAT, log, |note| {
+                oltp::schema::prepare(&s, note)
+            })
+            .with_context(|| format!("preparing the dataset template ({})", d.test))?;
         }
         srv.stop()?;
         Ok(())
@@ -323,7 +345,48 @@ pub fn ensure_made(
     )?;
     fs::rename(&building, &dir)
         .with_context(|| format!("renaming {} to {}", building.display(), dir.display()))?;
+    log(&format!(
+        "dataset template loaded in {:.0} s",
+        t0.elapsed().as_secs_f64()
+    ));
     Ok((dir, true))
+}
+
+/// Runs `load` (which reports its steps to the `note` it is given, from any of its threads) on
+/// another thread, and logs its latest step every `every` here, where `log` may be called from
+/// (it need not be thread-safe); the times logged count from `t0`.
+fn with_heartbeat<T: Send>(
+    t0: std::time::Instant,
+    every: std::time::Duration,
+    log: &dyn Fn(&str),
+    load: impl FnOnce(oltp::tables::Log) -> T + Send,
+) -> T {
+    let latest = std::sync::Mutex::new(String::new());
+    let note = |l: &str| {
+        if let Ok(mut g) = latest.lock() {
+            *g = l.trim().to_string();
+        }
+    };
+    std::thread::scope(|sc| {
+        let h = sc.spawn(|| load(&note));
+        let mut next = std::time::Instant::now() + every;
+        while !h.is_finished() {
+            std::thread::sleep(every.min(std::time::Duration::from_millis(200)));
+            if std::time::Instant::now() >= next {
+                next += every;
+                let step = latest.lock().map(|g| g.clone()).unwrap_or_default();
+                log(&format!(
+                    "loading the dataset template, {:.0} s: {step}",
+                    t0.elapsed().as_secs_f64()
+                ));
+            }
+        }
+        match h.join() {
+            Ok(v) => v,
+            // A panic in the loader is the loader's; carry it on here.
+            Err(p) => std::panic::resume_unwind(p),
+        }
+    })
 }
 
 /// Copies the template into `instance_dir` (which must not exist) and starts a server on the copy.
@@ -386,4 +449,52 @@ pub fn start_synced(
     let mut srv = Server::start(spec, instance_dir)?;
     srv.rotate_password()?;
     Ok((srv, synced))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_long_load_logs_its_latest_step_while_it_runs_and_returns_its_result() {
+        let lines = std::cell::RefCell::new(Vec::<String>::new());
+        let log = |l: &str| lines.borrow_mut().push(l.to_string());
+        let got = with_heartbeat(Instant::now(), Duration::from_millis(50), &log, |note| {
+            // Steps noted from another thread, as a loader's worker threads do.
+            std::thread::scope(|sc| {
+                sc.spawn(|| note("Inserting 1000000 records into 'sbtest1'\n"));
+            });
+            std::thread::sleep(Duration::from_millis(300));
+            note("loading tables: 3 for warehouse: 7");
+            std::thread::sleep(Duration::from_millis(300));
+            42
+        });
+        assert_eq!(got, 42);
+        let lines = lines.into_inner();
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.ends_with(": Inserting 1000000 records into 'sbtest1'")),
+            "{lines:?}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.ends_with(": loading tables: 3 for warehouse: 7")),
+            "{lines:?}"
+        );
+        assert!(lines
+            .iter()
+            .all(|l| l.starts_with("loading the dataset template, ")));
+        // A quick load logs nothing between its start and end.
+        let quiet = std::cell::RefCell::new(0);
+        with_heartbeat(
+            Instant::now(),
+            Duration::from_secs(30),
+            &|_| *quiet.borrow_mut() += 1,
+            |_| (),
+        );
+        assert_eq!(quiet.into_inner(), 0);
+    }
 }

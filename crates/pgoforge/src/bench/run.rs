@@ -58,10 +58,11 @@ pub fn benchmark(
         ..ServerSpec::new(&plan.contenders[0].binary)
     });
     log("preparing the dataset template");
-    let tpl = template::ensure(
+    let (tpl, _) = template::ensure_logged(
         work_dir,
         &base_spec,
         &plan.spec.datasets(plan.config.engine),
+        log,
     )?;
     let bench = Bench {
         plan: &plan,
