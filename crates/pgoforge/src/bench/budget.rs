@@ -62,19 +62,26 @@ pub fn disk_mb(spec: &BenchSpec, config: &ServerConfig, servers: usize) -> f64 {
     per_datadir * (1 + servers) as f64
 }
 
-/// The refusal, if the benchmark cannot fit `m`; the message names the figures and the fix.
+/// The flag that set a benchmark's largest buffer pool, as a refusal names it.
+pub const POOL_FLAG: &str = "--buffer-pool-mb";
+/// The same, in a buffer-pool sweep.
+pub const SWEEP_FLAG: &str = "--sweep-buffer-pool-mb";
+
+/// The refusal, if the benchmark cannot fit `m`; the message names the figures and the fix, and
+/// `pool_flag` ([`POOL_FLAG`] or [`SWEEP_FLAG`]) as the flag that set `config`'s buffer pool.
 pub fn check(
     spec: &BenchSpec,
     config: &ServerConfig,
     servers: usize,
     m: &Machine,
+    pool_flag: &str,
 ) -> Result<(), String> {
     let one_server = config.buffer_pool_mb + SERVER_OVERHEAD_MB;
     if one_server > m.mem_total_mb {
         return Err(format!(
-            "--buffer-pool-mb {}: one server needs about {one_server} MiB (its buffer pool and \
+            "{pool_flag} {}: one server needs about {one_server} MiB (its buffer pool and \
              ~{SERVER_OVERHEAD_MB} MiB of its own), more than this machine's {} MiB of memory; \
-             give --buffer-pool-mb {} or less",
+             give {pool_flag} {} or less",
             config.buffer_pool_mb,
             m.mem_total_mb,
             m.mem_total_mb.saturating_sub(SERVER_OVERHEAD_MB)
@@ -129,9 +136,9 @@ mod tests {
     fn seed_datasets_fit_this_kind_of_machine_and_larger_ones_are_refused() {
         let c = ServerConfig::default();
         // Seed 003's 10 x 1 M and seed 004's 16 x 2 M (7.7 GB) with three servers.
-        check(&spec(10, 1_000_000), &c, 3, &BIG).unwrap();
-        check(&spec(16, 2_000_000), &c, 3, &BIG).unwrap();
-        let e = check(&spec(64, 10_000_000), &c, 3, &BIG).unwrap_err();
+        check(&spec(10, 1_000_000), &c, 3, &BIG, POOL_FLAG).unwrap();
+        check(&spec(16, 2_000_000), &c, 3, &BIG, POOL_FLAG).unwrap();
+        let e = check(&spec(64, 10_000_000), &c, 3, &BIG, POOL_FLAG).unwrap_err();
         assert!(
             e.contains("64 tables x 10000000 rows")
                 && e.contains("149.0 GiB on disk")
@@ -147,11 +154,18 @@ mod tests {
             buffer_pool_mb: 32 * 1024,
             ..ServerConfig::default()
         };
-        let e = check(&spec(4, 100_000), &c, 3, &BIG).unwrap_err();
+        let e = check(&spec(4, 100_000), &c, 3, &BIG, POOL_FLAG).unwrap_err();
         assert!(
             e.contains("--buffer-pool-mb 32768")
                 && e.contains("23552 MiB of memory")
                 && e.contains("--buffer-pool-mb 23040 or less"),
+            "{e}"
+        );
+        // In a sweep the largest size is the sweep's.
+        let e = check(&spec(4, 100_000), &c, 3, &BIG, SWEEP_FLAG).unwrap_err();
+        assert!(
+            e.starts_with("--sweep-buffer-pool-mb 32768: one server needs")
+                && e.contains("give --sweep-buffer-pool-mb 23040 or less"),
             "{e}"
         );
     }
@@ -178,7 +192,7 @@ mod tests {
             free_disk_mb: 20 * 1024,
             ..BIG
         };
-        let e = check(&big, &c, 2, &small_disk).unwrap_err();
+        let e = check(&big, &c, 2, &small_disk, POOL_FLAG).unwrap_err();
         assert!(
             e.contains("tpcc's 100 warehouses") && e.contains("--tpcc-scale/--tpcc-tables"),
             "{e}"

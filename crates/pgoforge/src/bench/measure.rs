@@ -79,11 +79,16 @@ pub fn start_contender(
             pool_bytes,
         }) => log(&format!(
             "round {round}: {} starts cold: its dataset ({} MiB) does not fit in {}% of the {cache} \
-             ({} MiB; --buffer-pool-mb)",
+             ({} MiB; {})",
             c.name,
             data_bytes >> 20,
             crate::server::prewarm::MAX_POOL_SHARE_PCT,
-            pool_bytes >> 20
+            pool_bytes >> 20,
+            if c.buffer_pool_mb.is_some() {
+                crate::bench::budget::SWEEP_FLAG
+            } else {
+                crate::bench::budget::POOL_FLAG
+            }
         )),
     }
     Ok(srv)

@@ -154,7 +154,8 @@ impl BenchPlan {
 
     /// Each contender once per buffer pool size, named `name@bpN` — but the A/A control only at
     /// the first size: one control measures the run's noise (every size's rounds interleave on
-    /// the same host), where one per size would cost a contender's share per size.
+    /// the same host), where one per size would cost a contender's share per size. The names the
+    /// plan lists elsewhere (reference-only contenders, a matrix's trainings) follow.
     pub fn sweep_buffer_pool(&mut self, sizes: &[u64]) {
         if sizes.is_empty() {
             return;
@@ -167,15 +168,82 @@ impl BenchPlan {
                     if i > 0 {
                         continue;
                     }
-                    self.aa_control = Some(format!("{}@bp{mb}", c.name));
+                    self.aa_control = Some(at_pool(&c.name, mb));
                 }
                 self.contenders.push(Contender {
-                    name: format!("{}@bp{mb}", c.name),
+                    name: at_pool(&c.name, mb),
                     binary: c.binary.clone(),
                     buffer_pool_mb: Some(mb),
                 });
             }
         }
+        self.reference_only = std::mem::take(&mut self.reference_only)
+            .iter()
+            .flat_map(|n| sizes.iter().map(|&mb| at_pool(n, mb)).collect::<Vec<_>>())
+            .collect();
+        self.training = std::mem::take(&mut self.training)
+            .into_iter()
+            .flat_map(|t| {
+                sizes.iter().map(move |&mb| Training {
+                    contender: at_pool(&t.contender, mb),
+                    ..t.clone()
+                })
+            })
+            .collect();
+    }
+
+    /// The contender `name` names at the buffer pool `like` runs with: `name@bpN` in a sweep,
+    /// `name` itself otherwise (e.g. the distribution's server beside a sweep's winner).
+    pub fn at_pool_of(&self, name: &str, like: &str) -> Option<&Contender> {
+        let pool = self
+            .contenders
+            .iter()
+            .find(|c| c.name == like)?
+            .buffer_pool_mb;
+        let want = pool.map_or_else(|| name.to_string(), |mb| at_pool(name, mb));
+        self.contenders
+            .iter()
+            .find(|c| c.name == want && c.buffer_pool_mb == pool)
+    }
+}
+
+/// Why a buffer-pool sweep of these sizes over contenders of these names cannot run, if it
+/// cannot: a size given twice would pair a contender with itself under two names, and a name
+/// that already ends in `@bpN` would be read back as another pool's.
+pub fn sweep_refusal<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+    sizes: &[u64],
+) -> Option<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(mb) = sizes.iter().find(|&&mb| !seen.insert(mb)) {
+        return Some(format!(
+            "--sweep-buffer-pool-mb names {mb} twice; give each size once"
+        ));
+    }
+    if let Some(n) = names.into_iter().find(|n| split_pool(n).1.is_some()) {
+        return Some(format!(
+            "the contender name '{n}' ends like a sweep's pool suffix (@bpN), which the sweep \
+             adds itself; rename it"
+        ));
+    }
+    None
+}
+
+/// A contender's name at buffer pool size `mb` in a sweep.
+pub fn at_pool(name: &str, mb: u64) -> String {
+    format!("{name}@bp{mb}")
+}
+
+/// The name a sweep's contender had before [`at_pool`] named it by its pool, and that pool;
+/// a name without the suffix as it is. Only a plan's own contender names are split: a
+/// `@bpN` that `at_pool` did not add cannot reach a plan, since a sweep refuses such names.
+pub fn split_pool(name: &str) -> (&str, Option<u64>) {
+    match name.rsplit_once("@bp") {
+        Some((base, mb)) if !base.is_empty() => match mb.parse::<u64>() {
+            Ok(n) if at_pool(base, n) == name => (base, Some(n)),
+            _ => (name, None),
+        },
+        _ => (name, None),
     }
 }
 
@@ -254,5 +322,39 @@ mod tests {
             Some("base@bp512")
         );
         assert_eq!(p.baseline_for(&p.contenders[2]).name, "base@bp512");
+    }
+
+    #[test]
+    fn a_sweep_names_reference_contenders_at_every_size_and_names_split_back() {
+        let c = |n: &str| Contender {
+            name: n.into(),
+            binary: format!("/{n}").into(),
+            buffer_pool_mb: None,
+        };
+        let mut p = BenchPlan {
+            reference_only: vec!["debian".into()],
+            ..plan_of(vec![c("base"), c("pgo"), c("debian")])
+        };
+        // Without a sweep the reference is itself.
+        assert_eq!(p.at_pool_of("debian", "pgo").unwrap().name, "debian");
+        p.sweep_buffer_pool(&[512, 2048]);
+        assert_eq!(p.reference_only, vec!["debian@bp512", "debian@bp2048"]);
+        // The reference beside a contender is the one at that contender's pool.
+        assert_eq!(
+            p.at_pool_of("debian", "pgo@bp2048").unwrap().name,
+            "debian@bp2048"
+        );
+        assert!(p.at_pool_of("nobody", "pgo@bp2048").is_none());
+        assert_eq!(split_pool("pgo+lto@bp2048"), ("pgo+lto", Some(2048)));
+        assert_eq!(split_pool("pgo+lto"), ("pgo+lto", None));
+        // Not a suffix at_pool writes: kept whole.
+        assert_eq!(split_pool("pgo@bp02048"), ("pgo@bp02048", None));
+        assert_eq!(split_pool("pgo@bpx"), ("pgo@bpx", None));
+        assert_eq!(split_pool("@bp5"), ("@bp5", None));
+        assert!(sweep_refusal(["base", "pgo"], &[512, 2048]).is_none());
+        let twice = sweep_refusal(["base"], &[512, 512]).unwrap();
+        assert!(twice.contains("512 twice"), "{twice}");
+        let named = sweep_refusal(["base", "x@bp64"], &[512]).unwrap();
+        assert!(named.contains("'x@bp64'"), "{named}");
     }
 }

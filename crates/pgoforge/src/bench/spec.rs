@@ -237,8 +237,9 @@ impl BenchSpec {
 
     /// The rounds raised, if need be, to what the exact paired test needs to show significance
     /// after Holm's correction over every comparison `contenders` make (all but the baseline and
-    /// the `controls` — the A/A control, which the report tests outside Holm's family — on every
-    /// workload and thread count): 6 for one comparison, 8 for 6, 9 for 9 — then up to whole
+    /// the `controls` — the A/A control, which the report tests outside Holm's family, and in a
+    /// buffer-pool sweep the other sizes' baselines — on every workload and thread count): 6
+    /// for one comparison, 8 for 6, 9 for 9 — then up to whole
     /// blocks of `scheme` over every served contender (12 for 3 in a Williams design, whose
     /// blocks are 6 rounds).
     pub fn with_rounds_for(

@@ -159,6 +159,23 @@ pub struct ServerConfigArgs {
     pub set: Vec<String>,
 }
 
+/// The benchmark's buffer-pool sweep (`bench` and `run`).
+#[derive(Args, Clone, Debug, Default)]
+pub struct SweepArgs {
+    /// Sweep the buffer pool: run every contender at each size (MiB, comma-separated), with the
+    /// same pairing and statistics, each size's contenders compared with that size's baseline;
+    /// the report draws the gain against threads, one line per size. The A/A control runs at the
+    /// first size only. In a run, training, BOLT and the gate keep --buffer-pool-mb.
+    #[arg(
+        id = "sweep_buffer_pool_mb",
+        long = "sweep-buffer-pool-mb",
+        value_name = "MiB,...",
+        value_delimiter = ',',
+        value_parser = clap::value_parser!(u64).range(5..=16_777_216)
+    )]
+    pub buffer_pool_mb: Vec<u64>,
+}
+
 /// A `--set NAME=VALUE` server option: it becomes one my.cnf line, so the name is an option
 /// name and neither part may break the line (a newline would add lines or sections).
 pub fn server_option(s: &str) -> Result<String, String> {

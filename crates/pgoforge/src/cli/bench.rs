@@ -15,7 +15,9 @@ use pgoforge::events::{log_to, tick_to};
 use pgoforge::server::config::Engine;
 use pgoforge::server::ServerConfig;
 
-use super::args::{contender, BenchSpecArgs, GuardArgs, RunDirArgs, ServerConfigArgs, WorkDirArgs};
+use super::args::{
+    contender, BenchSpecArgs, GuardArgs, RunDirArgs, ServerConfigArgs, SweepArgs, WorkDirArgs,
+};
 
 pub(super) fn parse_engine(s: &str) -> Result<Engine, String> {
     s.parse()
@@ -49,9 +51,8 @@ pub struct BenchArgs {
     /// the buffer pool's memory becomes MyRocks' block cache.
     #[arg(long, default_value = "innodb", value_parser = parse_engine)]
     engine: Engine,
-    /// Sweep the buffer pool: run every contender at each size (MiB, comma-separated).
-    #[arg(long = "sweep-buffer-pool-mb", value_delimiter = ',')]
-    sweep_buffer_pool_mb: Vec<u64>,
+    #[command(flatten)]
+    sweep: SweepArgs,
     /// Do not pin server and client to disjoint CPUs.
     #[arg(long = "no-pin")]
     no_pin: bool,
@@ -181,16 +182,7 @@ pub fn main(a: BenchArgs) -> Result<i32> {
         training: Vec::new(),
         aa_control: control.then(|| plan::AA_CONTROL.into()),
     };
-    plan.sweep_buffer_pool(&a.sweep_buffer_pool_mb);
-    if !a.spec.rounds_given() {
-        // Every contender beyond the first of each buffer pool size is compared with it.
-        let control = usize::from(plan.aa_control.is_some());
-        let n = plan.contenders.len();
-        plan.spec = plan
-            .spec
-            .clone()
-            .with_rounds_for(n, control, plan.order_scheme);
-    }
+    sweep_and_rounds(&mut plan, &a.sweep.buffer_pool_mb, !a.spec.rounds_given());
     check_budget(&plan, &work);
     run::benchmark(
         &plan,
@@ -212,10 +204,31 @@ pub fn main(a: BenchArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// The plan's buffer-pool sweep (refused, exit 2, where it cannot run), and unless `--rounds`
+/// was given the rounds its comparisons need.
+fn sweep_and_rounds(plan: &mut BenchPlan, sizes: &[u64], choose_rounds: bool) {
+    let names = plan.contenders.iter().map(|c| c.name.as_str());
+    if let Some(e) = plan::sweep_refusal(names, sizes) {
+        super::usage_error(e);
+    }
+    plan.sweep_buffer_pool(sizes);
+    if choose_rounds {
+        // Every contender beyond the first of each buffer pool size is compared with it; the
+        // other sizes' baselines are compared with nothing, as the control.
+        let uncompared = usize::from(plan.aa_control.is_some()) + sizes.len().max(1) - 1;
+        let n = plan.contenders.len();
+        plan.spec = plan
+            .spec
+            .clone()
+            .with_rounds_for(n, uncompared, plan.order_scheme);
+    }
+}
+
 /// Refuses (exit 2) a benchmark whose dataset copies or largest buffer pool this machine cannot
 /// hold, before any server starts.
 fn check_budget(plan: &BenchPlan, work: &std::path::Path) {
-    let Some(m) = pgoforge::bench::budget::Machine::probe(work) else {
+    use pgoforge::bench::budget;
+    let Some(m) = budget::Machine::probe(work) else {
         return;
     };
     // The largest pool a contender runs with is the one that must fit (in a sweep every
@@ -227,7 +240,13 @@ fn check_budget(plan: &BenchPlan, work: &std::path::Path) {
         .map(|c| plan.buffer_pool_mb_of(c))
         .max()
         .unwrap_or(config.buffer_pool_mb);
-    if let Err(e) = pgoforge::bench::budget::check(&plan.spec, &config, plan.contenders.len(), &m) {
+    let swept = plan.contenders.iter().any(|c| c.buffer_pool_mb.is_some());
+    let flag = if swept {
+        budget::SWEEP_FLAG
+    } else {
+        budget::POOL_FLAG
+    };
+    if let Err(e) = budget::check(&plan.spec, &config, plan.contenders.len(), &m, flag) {
         super::usage_error(e);
     }
 }

@@ -88,6 +88,8 @@ pub struct RunArgs {
     /// debian=/usr/sbin/mariadbd): gated and benchmarked with the variants, never packaged.
     #[arg(long = "binary", value_parser = contender)]
     binaries: Vec<pgoforge::bench::plan::Contender>,
+    #[command(flatten)]
+    sweep: super::args::SweepArgs,
     /// Leave out Debian's own server of the built release. By default a run of a Debian recipe
     /// of this machine's distribution downloads it (the binary package, e.g. mariadb-server-core
     /// at the built version, unpacked into the work dir; nothing installed) and benchmarks it as
@@ -486,6 +488,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
         seed: a.seed,
         cachegrind: a.cachegrind,
         separate_bolt_builds: a.separate_bolt_builds,
+        sweep_buffer_pool_mb: a.sweep.buffer_pool_mb.clone(),
         outside: a.binaries.clone(),
         distro,
         guard: a.guard.guard(),

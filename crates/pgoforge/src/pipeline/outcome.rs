@@ -123,8 +123,11 @@ impl Outcome {
         crate::infra::fs::write_json(&outcome_path(work), self)
     }
 
+    /// The run's contender `name` names: itself, or in a buffer-pool sweep the contender a
+    /// `NAME@bpN` of the benchmark serves (the package is the binary; the pool is a setting).
     pub fn contender(&self, name: &str) -> Result<&RunContender> {
-        match self.contenders.iter().find(|c| c.name == name) {
+        let find = |n: &str| self.contenders.iter().find(|c| c.name == n);
+        match find(name).or_else(|| find(crate::bench::plan::split_pool(name).0)) {
             Some(c) => Ok(c),
             None => {
                 let names: Vec<&str> = self.contenders.iter().map(|c| c.name.as_str()).collect();

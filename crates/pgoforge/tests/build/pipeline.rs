@@ -80,6 +80,7 @@ fn request(
         seed: None,
         cachegrind: false,
         separate_bolt_builds: false,
+        sweep_buffer_pool_mb: Vec::new(),
         outside: Vec::new(),
         // Tests share the machine (and one of them loads it on purpose).
         guard: pgoforge::bench::load::Guard::allow_busy(),
@@ -284,6 +285,109 @@ fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_
         .collect();
     assert_eq!(rounds.len(), 16, "every (round, contender) measured once");
     assert_eq!(out3.run_dir, out.run_dir);
+}
+
+/// `run --sweep-buffer-pool-mb 64,128`: the benchmark serves every contender at both pools
+/// (`NAME@bpN`, each compared with its own pool's baseline), the run's rounds count both pools'
+/// comparisons, the winner is one pool's contender, and the package is its build — the binary,
+/// whatever pool won.
+#[test]
+fn a_buffer_pool_sweep_in_a_run_benchmarks_each_pool_and_packages_the_winners_build() {
+    let _turn = crate::measured_win_lock();
+    let t = tempfile::tempdir().unwrap();
+    let work = t.path().join("work");
+    let profile = t.path().join("gcda");
+    fs::create_dir_all(&profile).unwrap();
+    fs::write(profile.join("a.gcda"), b"prepared").unwrap();
+    let mut req = request(
+        Recipe::load(standin().join("recipe.toml").to_str().unwrap()).unwrap(),
+        standin(),
+        Compiler::find("gcc", None).unwrap(),
+        "pgo",
+        Some(profile),
+        tiny_bench(1),
+        work.clone(),
+    );
+    req.sweep_buffer_pool_mb = vec![64, 128];
+    req.auto_rounds = true;
+    let plan = pgoforge::pipeline::resolve(req, &Env::default()).unwrap();
+    // Two comparisons (pgo at each pool): the exact test's 6 rounds, a whole Williams block of
+    // four contenders is 4, so 8.
+    assert_eq!(plan.request.bench.rounds, 8);
+    let one_pool = {
+        let mut r = plan.request.clone();
+        r.sweep_buffer_pool_mb.clear();
+        pgoforge::bench::estimate::wall_time(&r.bench, &r.bench_servers(2)).as_secs()
+    };
+    assert!(
+        plan.bench_estimate_seconds > one_pool,
+        "the estimate counts both pools: {} vs {one_pool}",
+        plan.bench_estimate_seconds
+    );
+    let events = Collect::default();
+    let (out, report) = pipeline::run(&plan, &events).unwrap_or_else(|e| panic!("{e:#}"));
+    let text = pgoforge::bench::export::text::text(&report);
+    println!("{text}");
+    let served: Vec<(String, Option<u64>)> = report
+        .plan
+        .contenders
+        .iter()
+        .map(|c| (c.name.clone(), c.buffer_pool_mb))
+        .collect();
+    assert_eq!(
+        served,
+        [
+            ("baseline@bp64".to_string(), Some(64)),
+            ("pgo@bp64".to_string(), Some(64)),
+            ("baseline@bp128".to_string(), Some(128)),
+            ("pgo@bp128".to_string(), Some(128)),
+        ]
+    );
+    let results = fs::read_to_string(out.run_dir.join("results.jsonl")).unwrap();
+    assert_eq!(results.lines().count(), 32, "8 rounds x 4 servers");
+    for c in ["pgo@bp64", "pgo@bp128"] {
+        let cell = report.cells.iter().find(|x| x.contender == c).unwrap();
+        assert!(
+            cell.tps_vs_baseline.is_some(),
+            "{c} compared with its pool's baseline"
+        );
+    }
+    // The stand-in's pgo wins at either pool; the package is the pgo build's binary.
+    let w = out.winner.clone().expect("a winner");
+    assert!(w == "pgo@bp64" || w == "pgo@bp128", "{w}");
+    let pkg = out
+        .package
+        .as_ref()
+        .expect("the winner's build is packaged");
+    assert!(pkg.path.is_file());
+    let unpacked = t.path().join("unpacked");
+    fs::create_dir_all(&unpacked).unwrap();
+    let st = std::process::Command::new("tar")
+        .args(["--zstd", "-xf"])
+        .arg(&pkg.path)
+        .arg("-C")
+        .arg(&unpacked)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let root = fs::read_dir(&unpacked)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert!(root.join("bin/mariadbd").is_file());
+    let manifest: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(root.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["variant"], "pgo", "{manifest}");
+    assert!(
+        !manifest["gains"].as_array().unwrap().is_empty(),
+        "the winner's gains at its pool: {manifest}"
+    );
+    assert!(
+        text.contains("64 MiB") && text.contains("128 MiB"),
+        "{text}"
+    );
 }
 
 /// A run that takes its profiles from `pkg`'s sidecar: no instrumented build, no training, the

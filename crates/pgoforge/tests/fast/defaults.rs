@@ -487,6 +487,68 @@ fn datasets_and_pools_this_machine_cannot_hold_are_refused_before_any_work() {
     }
 }
 
+/// `run --sweep-buffer-pool-mb`: the plan carries the sizes, its benchmark estimate and rounds
+/// count every size's servers and comparisons; a size twice, a size of 0, a pool this machine
+/// cannot hold, a sweep in a train × evaluate matrix and a contender named like a pool are
+/// refused before any work (exit 2).
+#[test]
+fn a_run_with_a_buffer_pool_sweep_is_planned_over_every_size_or_refused() {
+    let one = plan(&[]);
+    let swept = plan(&["--sweep-buffer-pool-mb", "1024,4096"]);
+    assert_eq!(
+        swept["request"]["sweep_buffer_pool_mb"],
+        serde_json::json!([1024, 4096])
+    );
+    assert!(one["request"].get("sweep_buffer_pool_mb").is_none());
+    let secs = |p: &Value| p["bench_estimate_seconds"].as_u64().expect("an estimate");
+    assert!(
+        secs(&swept) as f64 > 1.5 * secs(&one) as f64,
+        "two pools' servers: {} s vs {} s",
+        secs(&swept),
+        secs(&one)
+    );
+    let rounds = |p: &Value| p["request"]["bench"]["rounds"].as_u64().expect("rounds");
+    assert!(rounds(&swept) >= rounds(&one));
+    let w = tempfile::tempdir().expect("a temporary directory");
+    let refused = |args: &[&str], why: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_pgoforge"))
+            .args(["run", "--plan", "--work-dir"])
+            .arg(w.path())
+            .args(args)
+            .output()
+            .expect("pgoforge runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(why), "{args:?}: {err}");
+    };
+    refused(&["--sweep-buffer-pool-mb", "1024,1024"], "1024 twice");
+    refused(
+        &["--sweep-buffer-pool-mb", "0,1024"],
+        "--sweep-buffer-pool-mb",
+    );
+    refused(
+        &["--sweep-buffer-pool-mb", "1024,16000000"],
+        "--sweep-buffer-pool-mb 16000000: one server needs",
+    );
+    refused(
+        &["--matrix", "--sweep-buffer-pool-mb", "1024,4096"],
+        "train × evaluate matrix",
+    );
+    refused(
+        &[
+            "--binary",
+            "old@bp64=/usr/sbin/mariadbd",
+            "--sweep-buffer-pool-mb",
+            "1024,4096",
+        ],
+        "'old@bp64'",
+    );
+    assert!(
+        std::fs::read_dir(w.path()).unwrap().next().is_none(),
+        "nothing made in the work dir"
+    );
+}
+
 /// Free space of the filesystem holding `p`, GiB, as df reports it to its user.
 fn free_gib(p: &std::path::Path) -> f64 {
     let out = Command::new("df")

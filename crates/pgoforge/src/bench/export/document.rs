@@ -645,10 +645,13 @@ const HOT_FUNCTIONS: usize = 20;
 /// measurement kept them: where the instructions a transaction still costs are.
 fn hot_functions(r: &Report) -> Vec<Block> {
     use crate::bench::hot_functions::{side_by_side, KEPT};
-    let base = &r.plan.contenders[0].name;
-    let Some(winner) = r.decision.as_ref().and_then(|d| d.winner.as_ref()) else {
+    // cachegrind counts each binary once, under its name before a sweep named it by a pool.
+    let unswept = |n: &str| crate::bench::plan::split_pool(n).0.to_string();
+    let base = &unswept(&r.plan.contenders[0].name);
+    let Some(winner) = r.decision.as_ref().and_then(|d| d.winner.as_deref()) else {
         return Vec::new();
     };
+    let winner = &unswept(winner);
     let fmt = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.0}"));
     let mut out = Vec::new();
     for b in r

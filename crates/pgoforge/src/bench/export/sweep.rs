@@ -64,8 +64,7 @@ pub fn lines(r: &Report) -> Vec<Line> {
             }
             let base = r.plan.baseline_for(c).name.clone();
             let pool_mb = r.plan.buffer_pool_mb_of(c);
-            let suffix = format!("@bp{pool_mb}");
-            let variant = c.name.strip_suffix(&suffix).unwrap_or(&c.name).to_string();
+            let variant = crate::bench::plan::split_pool(&c.name).0.to_string();
             let points = r
                 .plan
                 .spec

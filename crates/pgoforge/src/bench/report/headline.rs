@@ -177,7 +177,10 @@ impl Headline {
                     .find(|r| r.contender == name && r.workload == test)
                     .map(|r| r.per_txn.clone())
             };
-            let (Some(w), Some(r)) = (of(&self.winner), of(&self.reference)) else {
+            // cachegrind counts each binary once, at its own pool, under its unswept name.
+            let unswept = |n: &str| crate::bench::plan::split_pool(n).0.to_string();
+            let (Some(w), Some(r)) = (of(&unswept(&self.winner)), of(&unswept(&self.reference)))
+            else {
                 continue;
             };
             let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
@@ -243,7 +246,9 @@ pub(super) fn headline(
     versions: &std::collections::BTreeMap<String, String>,
 ) -> Option<Headline> {
     let winner = decision.winner.as_ref()?;
-    if !plan.contenders.iter().any(|c| c.name == REFERENCE) || winner == REFERENCE {
+    // In a buffer-pool sweep, the distribution's server at the winner's pool.
+    let reference = plan.at_pool_of(REFERENCE, winner)?.name.as_str();
+    if winner == reference {
         return None;
     }
     let mut out: Vec<HeadlineCell> = cells
@@ -251,13 +256,13 @@ pub(super) fn headline(
         .filter(|c| &c.contender == winner)
         .filter_map(|w| {
             let r = cells.iter().find(|r| {
-                r.contender == REFERENCE && r.workload == w.workload && r.threads == w.threads
+                r.contender == reference && r.workload == w.workload && r.threads == w.threads
             })?;
             let capacity = |name: &str| {
                 let test: TestName = w.workload.parse().ok()?;
                 Some(capacity_rounds(records, name, test, w.threads))
             };
-            let capacity_vs_reference = match (capacity(REFERENCE), capacity(winner)) {
+            let capacity_vs_reference = match (capacity(reference), capacity(winner)) {
                 (Some(r), Some(v)) if pair_by_round(&r, &v).len() >= 2 => {
                     Some(compare(&r, &v, Better::Higher))
                 }
@@ -287,9 +292,9 @@ pub(super) fn headline(
     Comparison::apply_holm_with(&mut fam, Better::Higher, min_effect);
     Some(Headline {
         winner_version: versions.get(winner).cloned(),
-        reference_version: versions.get(REFERENCE).cloned(),
+        reference_version: versions.get(reference).cloned(),
         winner: winner.clone(),
-        reference: REFERENCE.into(),
+        reference: reference.into(),
         cells: out,
     })
 }

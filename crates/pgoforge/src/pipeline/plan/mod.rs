@@ -111,6 +111,11 @@ pub struct RunRequest {
     /// Build a variant listed both plain and +bolt twice (plain, and bolt-ready for BOLT)
     /// instead of letting the bolt-ready build serve both.
     pub separate_bolt_builds: bool,
+    /// `--sweep-buffer-pool-mb`: the benchmark runs every contender at each of these buffer
+    /// pools (MiB), as `NAME@bpN`; training, BOLT and the gate keep `server`'s. Absent from the
+    /// plan's JSON when not given, so other runs keep their benchmark's key.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweep_buffer_pool_mb: Vec<u64>,
 }
 
 /// What the machine has, found before planning.
@@ -224,6 +229,29 @@ impl RunRequest {
     pub fn is_matrix(&self) -> bool {
         self.mixes.len() > 1
     }
+
+    /// The buffer pools the benchmark compares at: a sweep's sizes, else the servers' one.
+    pub fn bench_pools(&self) -> Vec<u64> {
+        if self.sweep_buffer_pool_mb.is_empty() {
+            vec![self.server.buffer_pool_mb]
+        } else {
+            self.sweep_buffer_pool_mb.clone()
+        }
+    }
+
+    /// The buffer pool of every server the benchmark serves, `compared` contenders (the built
+    /// ones and the outside ones) at each pool and the A/A control at the first.
+    pub fn bench_servers(&self, compared: usize) -> Vec<u64> {
+        let pools = self.bench_pools();
+        let mut v: Vec<u64> = pools
+            .iter()
+            .flat_map(|&mb| std::iter::repeat_n(mb, compared))
+            .collect();
+        if self.aa {
+            v.push(pools[0]);
+        }
+        v
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -282,10 +310,13 @@ impl RunPlan {
             p.variant(&req, v, from);
         }
         check_outside(&req, &p.contenders)?;
+        check_sweep(&req, &p.contenders)?;
+        let pools = req.bench_pools().len();
         if !req.auto_rounds && !req.allow_few_rounds {
             // A benchmark that can never be significant is refused now, not after the builds.
+            // In a sweep every pool's contenders are compared with that pool's baseline.
             let comparisons =
-                (p.contenders.len() - 1 + req.outside_count()) * req.bench.cells().len();
+                (p.contenders.len() - 1 + req.outside_count()) * req.bench.cells().len() * pools;
             let needed = crate::bench::stats::rounds_needed(comparisons);
             if (req.bench.rounds as usize) < needed {
                 return Err(PlanError::TooFewRounds {
@@ -296,10 +327,12 @@ impl RunPlan {
                 .into());
             }
         }
+        let compared = p.contenders.len() + req.outside_count();
         if req.auto_rounds {
+            // Every pool's baseline but the first is compared with nothing, as the control.
             req.bench = req.bench.clone().with_rounds_for(
-                p.contenders.len() + req.outside_count() + usize::from(req.aa),
-                usize::from(req.aa),
+                compared * pools + usize::from(req.aa),
+                usize::from(req.aa) + pools - 1,
                 OrderScheme::Williams,
             );
         }
@@ -312,17 +345,24 @@ impl RunPlan {
         for b in &mut builds {
             b.compiles = env.cluster.placement(b.variant, &req.compiler);
         }
-        let servers = contenders.len() + req.outside_count() + usize::from(req.aa);
+        let servers = req.bench_servers(compared);
         // Before any build: a dataset or pool this machine cannot hold would fail only after them.
         if let Some(m) = crate::bench::budget::Machine::probe(&req.work_dir) {
-            crate::bench::budget::check(&req.bench, &req.server, servers, &m)
+            // The largest pool is the one that must fit, in a sweep too.
+            let largest = ServerConfig {
+                buffer_pool_mb: req.bench_pools().into_iter().max().unwrap_or_default(),
+                ..req.server.clone()
+            };
+            let flag = if req.sweep_buffer_pool_mb.is_empty() {
+                crate::bench::budget::POOL_FLAG
+            } else {
+                crate::bench::budget::SWEEP_FLAG
+            };
+            crate::bench::budget::check(&req.bench, &largest, servers.len(), &m, flag)
                 .map_err(PlanError::Budget)?;
         }
-        let bench_estimate_seconds = crate::bench::estimate::wall_time(
-            &req.bench,
-            &vec![req.server.buffer_pool_mb; servers],
-        )
-        .as_secs();
+        let bench_estimate_seconds =
+            crate::bench::estimate::wall_time(&req.bench, &servers).as_secs();
         Ok(RunPlan {
             bench_estimate_seconds,
             request: req,
@@ -555,6 +595,26 @@ fn check_outside(req: &RunRequest, contenders: &[PlannedContender]) -> Result<()
     Ok(())
 }
 
+/// A buffer-pool sweep the run can make: not in a matrix (whose contenders are already named
+/// by their training mix), each size once, and no contender named like another pool's.
+fn check_sweep(req: &RunRequest, contenders: &[PlannedContender]) -> Result<()> {
+    if req.sweep_buffer_pool_mb.is_empty() {
+        return Ok(());
+    }
+    if req.is_matrix() {
+        return Err(PlanError::SweepInMatrix.into());
+    }
+    let outside = req.outside_names();
+    let names = contenders
+        .iter()
+        .map(|c| c.name.as_str())
+        .chain(outside.iter().map(String::as_str));
+    match crate::bench::plan::sweep_refusal(names, &req.sweep_buffer_pool_mb) {
+        Some(e) => Err(PlanError::Sweep(e).into()),
+        None => Ok(()),
+    }
+}
+
 /// Whether `v`'s contender is the unBOLTed binary of its bolt-ready build (`v+bolt` listed too).
 fn served_by_bolt_ready_build(req: &RunRequest, v: Variant) -> bool {
     !req.separate_bolt_builds
@@ -604,6 +664,7 @@ mod tests {
             seed: None,
             cachegrind: false,
             separate_bolt_builds: false,
+            sweep_buffer_pool_mb: Vec::new(),
             outside: Vec::new(),
             guard: crate::bench::load::Guard::allow_busy(),
             allow_regression: false,

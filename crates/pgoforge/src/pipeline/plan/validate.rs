@@ -52,6 +52,11 @@ pub enum PlanError {
     NoBolt { hint: String },
     #[error("--profile {} does not exist (give a gcda directory or a .profdata file)", .0.display())]
     NoProfile(PathBuf),
+    #[error("--sweep-buffer-pool-mb in a train × evaluate matrix: both name every contender anew (VARIANT@MIX, NAME@bpN), and a matrix's question is the training mix; run the sweep on the matrix's winner alone")]
+    SweepInMatrix,
+    /// A sweep that cannot run, as `bench::plan::sweep_refusal` words it.
+    #[error("{0}")]
+    Sweep(String),
     #[error("--binary {0}=...: the run already has a contender named {0}; name it otherwise")]
     NameTaken(String),
     #[error("--binary {name}={}: no such file (give the path of a server binary, e.g. /usr/sbin/mariadbd)", .path.display())]

@@ -76,7 +76,7 @@ impl BenchStage {
     ) -> BenchStage {
         let req = &plan.request;
         let ids = identities(contenders);
-        BenchStage {
+        let mut stage = BenchStage {
             guard: req.guard,
             plan: BenchPlan {
                 contenders: contenders
@@ -123,7 +123,9 @@ impl BenchStage {
                         .join(" ")
                 ),
             },
-        }
+        };
+        stage.plan.sweep_buffer_pool(&req.sweep_buffer_pool_mb);
+        stage
     }
 }
 
