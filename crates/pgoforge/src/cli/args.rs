@@ -581,9 +581,35 @@ pub struct GuardArgs {
     /// Seconds to wait for a busy machine to calm down before a round.
     #[arg(long = "busy-wait", default_value_t = 600)]
     pub busy_wait: u64,
+    /// Refuse, before anything runs (exit 2), a benchmark the plan estimates at more than this
+    /// many hours: a sweep or a round count typed one order too large would otherwise occupy
+    /// the machine for days.
+    #[arg(long = "max-bench-hours", value_name = "HOURS", default_value_t = 24.0, value_parser = positive_hours)]
+    pub max_bench_hours: f64,
+}
+
+fn positive_hours(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(h) if h > 0.0 && h.is_finite() => Ok(h),
+        _ => Err(format!("'{s}' is not a positive number of hours")),
+    }
 }
 
 impl GuardArgs {
+    /// Why a benchmark estimated at `seconds` may not start, if it may not.
+    pub fn too_long(&self, seconds: u64) -> Option<String> {
+        let limit = self.max_bench_hours * 3600.0;
+        (seconds as f64 > limit).then(|| {
+            format!(
+                "the benchmark would take about {} by the plan's estimate, more than \
+                 --max-bench-hours {} allows; use fewer rounds, thread counts, buffer pools, \
+                 workloads or contenders, or a shorter --time (or raise --max-bench-hours)",
+                pgoforge::infra::time::human(seconds as f64),
+                self.max_bench_hours
+            )
+        })
+    }
+
     pub fn guard(&self) -> Guard {
         Guard {
             allow_busy: self.allow_busy,

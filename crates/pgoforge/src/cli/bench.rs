@@ -184,6 +184,15 @@ pub fn main(a: BenchArgs) -> Result<i32> {
     };
     sweep_and_rounds(&mut plan, &a.sweep.buffer_pool_mb, !a.spec.rounds_given());
     check_budget(&plan, &work);
+    let pools: Vec<u64> = plan
+        .contenders
+        .iter()
+        .map(|c| plan.buffer_pool_mb_of(c))
+        .collect();
+    let secs = pgoforge::bench::estimate::wall_time(&plan.spec, &pools).as_secs();
+    if let Some(e) = a.guard.too_long(secs) {
+        super::usage_error(e);
+    }
     run::benchmark(
         &plan,
         &work,

@@ -509,6 +509,9 @@ pub fn main(a: RunArgs) -> Result<i32> {
         mtr_tests: a.mtr_suite.clone(),
     };
     let mut plan = pipeline::resolve(request, &Env::probe())?;
+    if let Some(e) = a.guard.too_long(plan.bench_estimate_seconds) {
+        super::usage_error(e);
+    }
     plan.share_builds(a.build_hosts.hosts(a.bench.ssh_config.as_deref()));
     plan.source_release = source_release;
     if a.plan {

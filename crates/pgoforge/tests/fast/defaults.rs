@@ -543,10 +543,38 @@ fn a_run_with_a_buffer_pool_sweep_is_planned_over_every_size_or_refused() {
         ],
         "'old@bp64'",
     );
+    // A sweep that would take months: refused with the plan's estimate, by run and by bench.
+    let months = [
+        "--threads",
+        "4,16,64,512",
+        "--sweep-buffer-pool-mb",
+        "256,512,1024,2048",
+        "--rounds",
+        "200",
+        "--time",
+        "600",
+    ];
+    refused(&months, "--max-bench-hours 24 allows");
+    let out = Command::new(env!("CARGO_BIN_EXE_pgoforge"))
+        .args(["bench", "--baseline", "a=/usr/sbin/mariadbd", "--binary"])
+        .args(["b=/usr/sbin/mariadbd", "--work-dir"])
+        .arg(w.path())
+        .args(months)
+        .output()
+        .expect("pgoforge runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        std::fs::read_dir(w.path()).unwrap().next().is_none(),
-        "nothing made in the work dir"
+        err.contains("the benchmark would take about") && err.contains("--max-bench-hours"),
+        "{err}"
     );
+    // bench holds the work dir's lock file while it decides; nothing else is made.
+    let made: Vec<_> = std::fs::read_dir(w.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != ".pgoforge.lock")
+        .collect();
+    assert!(made.is_empty(), "nothing made in the work dir: {made:?}");
 }
 
 /// Free space of the filesystem holding `p`, GiB, as df reports it to its user.
