@@ -171,6 +171,23 @@ fn tiny_bench(rounds: u32) -> BenchSpec {
     }
 }
 
+/// The stand-in's `pgo` run in `dir`/work with GCC and a prepared profile in `dir`/gcda, which
+/// the pgo variant's build takes (the stand-in build ignores it).
+fn standin_pgo(dir: &Path, bench: BenchSpec) -> RunRequest {
+    let profile = dir.join("gcda");
+    fs::create_dir_all(&profile).unwrap();
+    fs::write(profile.join("a.gcda"), b"prepared").unwrap();
+    request(
+        Recipe::load(standin().join("recipe.toml").to_str().unwrap()).unwrap(),
+        standin(),
+        Compiler::find("gcc", None).unwrap(),
+        "pgo",
+        Some(profile),
+        bench,
+        dir.join("work"),
+    )
+}
+
 fn standin() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/standin")
 }
@@ -197,19 +214,7 @@ fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_
     let _turn = crate::measured_win_lock();
     let t = tempfile::tempdir().unwrap();
     let work = t.path().join("work");
-    // A prepared profile: the pgo variant's build takes it (the stand-in build ignores it).
-    let profile = t.path().join("gcda");
-    fs::create_dir_all(&profile).unwrap();
-    fs::write(profile.join("a.gcda"), b"prepared").unwrap();
-    let req = request(
-        Recipe::load(standin().join("recipe.toml").to_str().unwrap()).unwrap(),
-        standin(),
-        Compiler::find("gcc", None).unwrap(),
-        "pgo",
-        Some(profile),
-        tiny_bench(8),
-        work.clone(),
-    );
+    let req = standin_pgo(t.path(), tiny_bench(8));
     let plan = pgoforge::pipeline::resolve(req, &Env::default()).unwrap();
     let events = Collect::default();
     let (out, report) = pipeline::run(&plan, &events).unwrap_or_else(|e| panic!("{e:#}"));
@@ -295,19 +300,7 @@ fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_
 fn a_buffer_pool_sweep_in_a_run_benchmarks_each_pool_and_packages_the_winners_build() {
     let _turn = crate::measured_win_lock();
     let t = tempfile::tempdir().unwrap();
-    let work = t.path().join("work");
-    let profile = t.path().join("gcda");
-    fs::create_dir_all(&profile).unwrap();
-    fs::write(profile.join("a.gcda"), b"prepared").unwrap();
-    let mut req = request(
-        Recipe::load(standin().join("recipe.toml").to_str().unwrap()).unwrap(),
-        standin(),
-        Compiler::find("gcc", None).unwrap(),
-        "pgo",
-        Some(profile),
-        tiny_bench(1),
-        work.clone(),
-    );
+    let mut req = standin_pgo(t.path(), tiny_bench(1));
     req.sweep_buffer_pool_mb = vec![64, 128];
     req.auto_rounds = true;
     let plan = pgoforge::pipeline::resolve(req, &Env::default()).unwrap();
@@ -599,18 +592,7 @@ fn broken_server(dir: &Path) -> PathBuf {
 fn a_variant_failing_the_servers_own_tests_is_stopped_by_the_gate_with_the_tests_name() {
     let t = tempfile::tempdir().unwrap();
     let work = t.path().join("work");
-    let profile = t.path().join("gcda");
-    fs::create_dir_all(&profile).unwrap();
-    fs::write(profile.join("a.gcda"), b"prepared").unwrap();
-    let mut req = request(
-        Recipe::load(standin().join("recipe.toml").to_str().unwrap()).unwrap(),
-        standin(),
-        Compiler::find("gcc", None).unwrap(),
-        "pgo",
-        Some(profile),
-        tiny_bench(2),
-        work.clone(),
-    );
+    let mut req = standin_pgo(t.path(), tiny_bench(2));
     req.gate = pgoforge::gate::GateMode::Mtr;
     req.package = false;
     req.outside.push(pgoforge::bench::plan::Contender {

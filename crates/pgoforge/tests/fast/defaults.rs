@@ -530,6 +530,16 @@ fn a_run_with_a_buffer_pool_sweep_is_planned_over_every_size_or_refused() {
         &["--sweep-buffer-pool-mb", "1024,16000000"],
         "--sweep-buffer-pool-mb 16000000: one server needs",
     );
+    // Training, BOLT and the gate run at --buffer-pool-mb: a sweep does not excuse it.
+    refused(
+        &[
+            "--buffer-pool-mb",
+            "16000000",
+            "--sweep-buffer-pool-mb",
+            "1024,4096",
+        ],
+        "--buffer-pool-mb 16000000: one server needs",
+    );
     refused(
         &["--matrix", "--sweep-buffer-pool-mb", "1024,4096"],
         "train × evaluate matrix",

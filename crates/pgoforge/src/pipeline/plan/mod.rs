@@ -348,15 +348,17 @@ impl RunPlan {
         let servers = req.bench_servers(compared);
         // Before any build: a dataset or pool this machine cannot hold would fail only after them.
         if let Some(m) = crate::bench::budget::Machine::probe(&req.work_dir) {
-            // The largest pool is the one that must fit, in a sweep too.
-            let largest = ServerConfig {
-                buffer_pool_mb: req.bench_pools().into_iter().max().unwrap_or_default(),
-                ..req.server.clone()
-            };
-            let flag = if req.sweep_buffer_pool_mb.is_empty() {
-                crate::bench::budget::POOL_FLAG
+            // The largest pool is the one that must fit: in a sweep the largest size, or
+            // --buffer-pool-mb where it is larger (training, BOLT and the gate run at it).
+            let swept = req.sweep_buffer_pool_mb.iter().copied().max().unwrap_or(0);
+            let (pool, flag) = if swept > req.server.buffer_pool_mb {
+                (swept, crate::bench::budget::SWEEP_FLAG)
             } else {
-                crate::bench::budget::SWEEP_FLAG
+                (req.server.buffer_pool_mb, crate::bench::budget::POOL_FLAG)
+            };
+            let largest = ServerConfig {
+                buffer_pool_mb: pool,
+                ..req.server.clone()
             };
             crate::bench::budget::check(&req.bench, &largest, servers.len(), &m, flag)
                 .map_err(PlanError::Budget)?;
