@@ -67,6 +67,15 @@ pub const POOL_FLAG: &str = "--buffer-pool-mb";
 /// The same, in a buffer-pool sweep.
 pub const SWEEP_FLAG: &str = "--sweep-buffer-pool-mb";
 
+/// The flag that set a server's buffer pool: the sweep's where a sweep did.
+pub fn pool_flag(swept: bool) -> &'static str {
+    if swept {
+        SWEEP_FLAG
+    } else {
+        POOL_FLAG
+    }
+}
+
 /// The refusal, if the benchmark cannot fit `m`; the message names the figures and the fix, and
 /// `pool_flag` ([`POOL_FLAG`] or [`SWEEP_FLAG`]) as the flag that set `config`'s buffer pool.
 pub fn check(

@@ -84,11 +84,7 @@ pub fn start_contender(
             data_bytes >> 20,
             crate::server::prewarm::MAX_POOL_SHARE_PCT,
             pool_bytes >> 20,
-            if c.buffer_pool_mb.is_some() {
-                crate::bench::budget::SWEEP_FLAG
-            } else {
-                crate::bench::budget::POOL_FLAG
-            }
+            crate::bench::budget::pool_flag(c.buffer_pool_mb.is_some())
         )),
     }
     Ok(srv)

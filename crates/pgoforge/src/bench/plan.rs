@@ -144,6 +144,14 @@ impl BenchPlan {
         c.buffer_pool_mb.unwrap_or(self.config.buffer_pool_mb)
     }
 
+    /// Every contender's buffer pool, in plan order: one entry per server the benchmark runs.
+    pub fn server_pools(&self) -> Vec<u64> {
+        self.contenders
+            .iter()
+            .map(|c| self.buffer_pool_mb_of(c))
+            .collect()
+    }
+
     /// The contender `c` is compared with: the first one with the same server settings.
     pub fn baseline_for(&self, c: &Contender) -> &Contender {
         self.contenders
@@ -178,8 +186,8 @@ impl BenchPlan {
             }
         }
         self.reference_only = std::mem::take(&mut self.reference_only)
-            .iter()
-            .flat_map(|n| sizes.iter().map(|&mb| at_pool(n, mb)).collect::<Vec<_>>())
+            .into_iter()
+            .flat_map(|n| sizes.iter().map(move |&mb| at_pool(&n, mb)))
             .collect();
         self.training = std::mem::take(&mut self.training)
             .into_iter()

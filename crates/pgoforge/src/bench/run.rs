@@ -167,12 +167,7 @@ fn as_run(plan: &BenchPlan, dir: &Path, resume: bool, log: &dyn Fn(&str)) -> Res
         open_run_dir(&plan, dir, resume)?;
     }
     if recorded_cells(dir)?.is_empty() {
-        let pools: Vec<u64> = plan
-            .contenders
-            .iter()
-            .map(|c| plan.buffer_pool_mb_of(c))
-            .collect();
-        log(&super::estimate::sentence(&plan.spec, &pools));
+        log(&super::estimate::sentence(&plan.spec, &plan.server_pools()));
     }
     Ok(plan)
 }

@@ -184,12 +184,7 @@ pub fn main(a: BenchArgs) -> Result<i32> {
     };
     sweep_and_rounds(&mut plan, &a.sweep.buffer_pool_mb, !a.spec.rounds_given());
     check_budget(&plan, &work);
-    let pools: Vec<u64> = plan
-        .contenders
-        .iter()
-        .map(|c| plan.buffer_pool_mb_of(c))
-        .collect();
-    let secs = pgoforge::bench::estimate::wall_time(&plan.spec, &pools).as_secs();
+    let secs = pgoforge::bench::estimate::wall_time(&plan.spec, &plan.server_pools()).as_secs();
     if let Some(e) = a.guard.too_long(secs) {
         super::usage_error(e);
     }
@@ -244,17 +239,11 @@ fn check_budget(plan: &BenchPlan, work: &std::path::Path) {
     // contender has its own, and the plan's default is then no server's).
     let mut config = plan.config.clone();
     config.buffer_pool_mb = plan
-        .contenders
-        .iter()
-        .map(|c| plan.buffer_pool_mb_of(c))
+        .server_pools()
+        .into_iter()
         .max()
         .unwrap_or(config.buffer_pool_mb);
-    let swept = plan.contenders.iter().any(|c| c.buffer_pool_mb.is_some());
-    let flag = if swept {
-        budget::SWEEP_FLAG
-    } else {
-        budget::POOL_FLAG
-    };
+    let flag = budget::pool_flag(plan.contenders.iter().any(|c| c.buffer_pool_mb.is_some()));
     if let Err(e) = budget::check(&plan.spec, &config, plan.contenders.len(), &m, flag) {
         super::usage_error(e);
     }

@@ -646,22 +646,24 @@ const HOT_FUNCTIONS: usize = 20;
 fn hot_functions(r: &Report) -> Vec<Block> {
     use crate::bench::hot_functions::{side_by_side, KEPT};
     // cachegrind counts each binary once, under its name before a sweep named it by a pool.
-    let unswept = |n: &str| crate::bench::plan::split_pool(n).0.to_string();
-    let base = &unswept(&r.plan.contenders[0].name);
+    use crate::bench::plan::split_pool;
+    let base = split_pool(&r.plan.contenders[0].name).0;
     let Some(winner) = r.decision.as_ref().and_then(|d| d.winner.as_deref()) else {
         return Vec::new();
     };
-    let winner = &unswept(winner);
+    let winner = split_pool(winner).0;
     let fmt = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.0}"));
     let mut out = Vec::new();
     for b in r
         .cachegrind
         .iter()
-        .filter(|x| &x.contender == base && !x.functions.is_empty())
+        .filter(|x| x.contender == base && !x.functions.is_empty())
     {
-        let Some(w) = r.cachegrind.iter().find(|x| {
-            &x.contender == winner && x.workload == b.workload && !x.functions.is_empty()
-        }) else {
+        let Some(w) = r
+            .cachegrind
+            .iter()
+            .find(|x| x.contender == winner && x.workload == b.workload && !x.functions.is_empty())
+        else {
             continue;
         };
         let rows = side_by_side(&b.functions, &w.functions, HOT_FUNCTIONS);

@@ -178,9 +178,11 @@ impl Headline {
                     .map(|r| r.per_txn.clone())
             };
             // cachegrind counts each binary once, at its own pool, under its unswept name.
-            let unswept = |n: &str| crate::bench::plan::split_pool(n).0.to_string();
-            let (Some(w), Some(r)) = (of(&unswept(&self.winner)), of(&unswept(&self.reference)))
-            else {
+            use crate::bench::plan::split_pool;
+            let (Some(w), Some(r)) = (
+                of(split_pool(&self.winner).0),
+                of(split_pool(&self.reference).0),
+            ) else {
                 continue;
             };
             let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };

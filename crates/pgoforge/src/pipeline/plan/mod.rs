@@ -351,15 +351,12 @@ impl RunPlan {
             // The largest pool is the one that must fit: in a sweep the largest size, or
             // --buffer-pool-mb where it is larger (training, BOLT and the gate run at it).
             let swept = req.sweep_buffer_pool_mb.iter().copied().max().unwrap_or(0);
-            let (pool, flag) = if swept > req.server.buffer_pool_mb {
-                (swept, crate::bench::budget::SWEEP_FLAG)
-            } else {
-                (req.server.buffer_pool_mb, crate::bench::budget::POOL_FLAG)
-            };
+            let by_sweep = swept > req.server.buffer_pool_mb;
             let largest = ServerConfig {
-                buffer_pool_mb: pool,
+                buffer_pool_mb: swept.max(req.server.buffer_pool_mb),
                 ..req.server.clone()
             };
+            let flag = crate::bench::budget::pool_flag(by_sweep);
             crate::bench::budget::check(&req.bench, &largest, servers.len(), &m, flag)
                 .map_err(PlanError::Budget)?;
         }
