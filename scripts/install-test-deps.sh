@@ -7,7 +7,8 @@
 # (gcc; clang-22 — the LLVM whose BOLT pgoforge uses, plain `--compiler clang` — and clang-16 by
 # name, each with its profile runtime, matching llvm-profdata and lld for ThinLTO), and the default
 # recipe's build dependencies (`pgoforge run` checks them; a test checks the check), lintian (the
-# .deb test checks the package with it), apt-utils (apt-ftparchive: the fetch tests serve an apt
+# .deb test checks the package with it), unattended-upgrades (a security update is installed with
+# it beside the .deb), apt-utils (apt-ftparchive: the fetch tests serve an apt
 # repository of their own), and sccache-dist with bubblewrap (the build-cluster test
 # runs a scheduler and a build server in a network namespace), and OpenSSH (the client-host test
 # runs its own sshd in a network namespace; policy-rc.d keeps the system's ssh service from
@@ -32,6 +33,9 @@ fi
 cleanup() { if [ "$created_policy" = 1 ]; then $SUDO rm -f "$policy"; fi; }
 trap cleanup EXIT
 
+# The servers that run before anything is installed are not this script's to stop.
+servers_before=$(pgrep -x mariadbd 2>/dev/null | tr '\n' ' ' || true)
+
 export DEBIAN_FRONTEND=noninteractive
 # mariadb-plugin-rocksdb: the MyRocks tests load Debian's plugin into the servers they start.
 $SUDO apt-get update -q
@@ -40,7 +44,7 @@ $SUDO apt-get install -y -q --no-install-recommends \
   mariadb-test mariadb-test-data mariadb-plugin-rocksdb sysbench procps build-essential pkg-config \
   cmake binutils clang-16 llvm-16 lld-16 libclang-rt-16-dev \
   clang-22 llvm-22 lld-22 libclang-rt-22-dev bolt-22 zstd dpkg-dev apt-utils lintian valgrind bubblewrap \
-  openssh-server openssh-client iproute2 \
+  openssh-server openssh-client iproute2 unattended-upgrades \
   bison libssl-dev zlib1g-dev libpcre2-dev libfmt-dev libncurses-dev libaio-dev liburing-dev libxml2-dev
 
 # sccache with sccache-dist for the build-cluster test (Debian 12's sccache 0.4 has no dist
@@ -60,10 +64,20 @@ if ! /usr/local/bin/sccache --version 2>/dev/null | grep -q "$SCCACHE_VERSION"; 
 fi
 
 # The package's own service may have been started despite policy-rc.d on some images; tests start
-# their own servers on private datadirs, so make sure none is running.
-if pgrep -x mariadbd >/dev/null 2>&1; then
-  $SUDO pkill -x mariadbd || true
-fi
+# their own servers on private datadirs. Stop only the service this install started: a mariadbd
+# that was not running before apt-get ran and that reads the system's configuration (no
+# --defaults-file: pgoforge's and the tests' servers always name their own). A mariadbd that ran
+# before (a user's database, a container's service) is never touched.
+for pid in $(pgrep -x mariadbd 2>/dev/null || true); do
+  case " $servers_before " in
+    *" $pid "*) continue ;;
+  esac
+  if tr '\0' '\n' < "/proc/$pid/cmdline" 2>/dev/null | grep -q '^--defaults-file='; then
+    continue
+  fi
+  echo "stopping mariadbd (pid $pid): the system service this install started" >&2
+  $SUDO kill -TERM "$pid" 2>/dev/null || true
+done
 if ! command -v cargo >/dev/null 2>&1; then
   echo "cargo is missing: install the Rust toolchain (https://rustup.rs), then rerun" >&2
   exit 1
