@@ -1,16 +1,18 @@
 //! A Debian package that puts an optimized MariaDB server in the distribution's place, the way
 //! Debian does such things: the package's `preinst` diverts Debian's `/usr/sbin/mariadbd` to
 //! `/usr/sbin/mariadbd.distrib` (dpkg-divert), the package ships the optimized binary as
-//! `/usr/sbin/mariadbd-pgo` and `/usr/sbin/mariadbd` as a link to it, and `postrm` removes the
+//! `/usr/sbin/mariadbd-pgo` and, as `/usr/sbin/mariadbd`, a selector that runs it only beside
+//! the release of Debian's server it was built from (else Debian's binary); `postrm` removes the
 //! diversion, which puts Debian's binary back. A running service is restarted on the new binary
-//! and checked; when it does not come back, `postinst` points the link at Debian's binary again,
-//! restarts that, and fails — the service is never left dead.
+//! and checked; when it does not come back, the optimized server is disabled and the service
+//! restarted on Debian's binary, with dpkg left consistent. The scripts, and why they are so,
+//! are in [`super::deb_scripts`].
 //!
-//! The package fits exactly one version of Debian's server: it pre-depends on
-//! `mariadb-server-core (= VERSION)`, the source version it was built from, so dpkg refuses to
-//! unpack it (and changes nothing) next to any other, and an `apt upgrade` of the server cannot
-//! silently overwrite it (the upgrade's binary goes to the diverted name, and apt must first
-//! remove this package).
+//! The package is installed only beside exactly the release it was built from (its `preinst`
+//! refuses any other, before anything changes) and pre-depends on that release or newer, so
+//! Debian's security updates of the server install through `apt-get upgrade` with nothing kept
+//! back; from then on Debian's new binary serves until a package built for the new release is
+//! installed.
 //!
 //! Input is a finished package tarball (`NAME.tar.zst`, [`super::package`]), checked against its
 //! own SHA256SUMS: the .deb can be made on any host from the tarball alone.
@@ -29,11 +31,7 @@ use super::{DebianSource, Manifest};
 use crate::infra::exit::Refuse;
 use crate::usage;
 
-/// The distribution package whose binary this one takes the place of, and that binary.
-const CORE_PACKAGE: &str = "mariadb-server-core";
-const SERVER_BINARY: &str = "/usr/sbin/mariadbd";
-/// The init script and systemd unit Debian's mariadb-server package installs.
-const SERVICE: &str = "mariadb";
+use super::deb_scripts::{self as scripts, Facts, CORE_PACKAGE, CPU_CHECK, PACKAGE, STATUS, WHICH};
 
 pub struct DebRequest<'a> {
     /// A finished package tarball.
@@ -91,9 +89,6 @@ pub fn fit_warning(fits: &str) -> Option<String> {
         )
     })
 }
-
-/// The .deb's package name: one optimized server per machine, whatever its variant.
-pub const PACKAGE: &str = "mariadb-server-pgo";
 
 /// The .deb's version: the distribution's, then what it is (`+pgoforge+VARIANT.PROFILE`), so
 /// `dpkg -l` says it at a glance. Debian versions allow `+` and `.` (lintian wants at most two
@@ -248,6 +243,9 @@ fn control(m: &Manifest, c: &Control) -> String {
         format!(" source {fits} by pgoforge, variant {},", m.variant),
         " installed in place of Debian's /usr/sbin/mariadbd (diverted to".to_string(),
         " /usr/sbin/mariadbd.distrib and put back when this package is removed).".to_string(),
+        format!(" The optimized server runs only beside {CORE_PACKAGE} {fits}:"),
+        " after a Debian update of the server, Debian's new binary runs until a".to_string(),
+        format!(" {PACKAGE} built for that release is installed ({STATUS})."),
         " .".to_string(),
         format!(" Compiler: {}.", m.compiler),
     ];
@@ -265,119 +263,11 @@ fn control(m: &Manifest, c: &Control) -> String {
     ));
     format!(
         "Package: {PACKAGE}\nVersion: {version}\nArchitecture: {arch}\nMaintainer: {maintainer}\n\
-         Installed-Size: {installed_kib}\nPre-Depends: {CORE_PACKAGE} (= {fits})\nDepends: {depends}\n\
+         Installed-Size: {installed_kib}\nPre-Depends: {CORE_PACKAGE} (>= {fits})\nDepends: {depends}\n\
          Section: database\n\
          Priority: optional\nDescription: MariaDB server optimized by pgoforge ({})\n{}\n",
         m.variant,
         long.join("\n")
-    )
-}
-
-/// Where the .deb installs the CPU check (package/cpu.rs) for the service's drop-in.
-const DEB_CPU_CHECK: &str = "/usr/lib/mariadb-server-pgo/cpu-check";
-/// The drop-in that makes Debian's service run the check before the server: a package file
-/// (removed with the package), not an edit of Debian's unit.
-const DEB_DROP_IN: &str = "lib/systemd/system/mariadb.service.d/pgoforge-cpu-check.conf";
-
-/// `preinst`: refuse a CPU the server was not compiled for (before anything changes), then
-/// divert Debian's binary before dpkg unpacks ours.
-fn preinst(cpu: Option<&super::cpu::CpuRequirement>) -> String {
-    let check = cpu
-        .map(|r| {
-            // The check runs before dpkg has unpacked anything: its text is here, not a file.
-            format!(
-                "        sh <<'PGOFORGE_CPU_CHECK' || exit $?\n{}PGOFORGE_CPU_CHECK\n",
-                super::cpu::check_script(r, PACKAGE)
-            )
-        })
-        .unwrap_or_default();
-    format!(
-        r#"#!/bin/sh
-set -e
-case "$1" in
-    install|upgrade)
-{check}        dpkg-divert --package {PACKAGE} --add --rename \
-            --divert {SERVER_BINARY}.distrib {SERVER_BINARY}
-        ;;
-esac
-exit 0
-"#
-    )
-}
-
-/// The shell functions the scripts share: is the service up, restart it.
-fn service_functions() -> String {
-    format!(
-        r#"running() {{
-    invoke-rc.d --quiet {SERVICE} status >/dev/null 2>&1
-}}
-# The binary the running server executes: systemd's main pid of the service, else the pid file
-# the server's configuration names (Debian's default /run/mysqld/mysqld.pid).
-server_exe() {{
-    pid=
-    if [ -d /run/systemd/system ]; then
-        pid=$(systemctl show -p MainPID --value {SERVICE} 2>/dev/null || true)
-    fi
-    if [ -z "$pid" ] || [ "$pid" = 0 ]; then
-        pidfile=$(mariadbd --print-defaults 2>/dev/null | tr ' ' '\n' | sed -n 's/^--pid-file=//p' | tail -n 1)
-        pid=$(cat "${{pidfile:-/run/mysqld/mysqld.pid}}" 2>/dev/null || true)
-    fi
-    [ -n "$pid" ] && readlink "/proc/$pid/exe" 2>/dev/null || true
-}}
-"#
-    )
-}
-
-/// `postinst`: restart a running service on the optimized binary; if it does not come back on
-/// it, put Debian's binary back, restart that, and fail.
-fn postinst() -> String {
-    format!(
-        r#"#!/bin/sh
-set -e
-{functions}
-if [ "$1" = configure ] && running; then
-    if invoke-rc.d {SERVICE} restart && running && [ "$(server_exe)" = {SERVER_BINARY}-pgo ]; then
-        echo "{PACKAGE}: the {SERVICE} service now runs the optimized server"
-    else
-        echo "{PACKAGE}: the {SERVICE} service did not come back on the optimized server;" >&2
-        echo "{PACKAGE}: rolling back to Debian's binary ({SERVER_BINARY}.distrib)" >&2
-        ln -sf mariadbd.distrib {SERVER_BINARY}
-        invoke-rc.d {SERVICE} restart || true
-        if running; then
-            echo "{PACKAGE}: the service runs Debian's binary again; remove this package (dpkg -r {PACKAGE})" >&2
-        else
-            echo "{PACKAGE}: the service did not start on Debian's binary either: see its error log" >&2
-        fi
-        exit 1
-    fi
-fi
-exit 0
-"#,
-        functions = service_functions()
-    )
-}
-
-/// `postrm`: remove the diversion (Debian's binary back in place), restart a running service.
-fn postrm() -> String {
-    format!(
-        r#"#!/bin/sh
-set -e
-{functions}
-case "$1" in
-    remove|abort-install|abort-upgrade|disappear)
-        dpkg-divert --package {PACKAGE} --remove --rename \
-            --divert {SERVER_BINARY}.distrib {SERVER_BINARY}
-        if [ "$1" = remove ] && running; then
-            invoke-rc.d {SERVICE} restart || {{
-                echo "{PACKAGE}: the {SERVICE} service did not restart on Debian's binary: see its error log" >&2
-                exit 1
-            }}
-        fi
-        ;;
-esac
-exit 0
-"#,
-        functions = service_functions()
     )
 }
 
@@ -450,12 +340,18 @@ pub fn build(req: &DebRequest) -> Result<Deb> {
     let installed = sbin.join("mariadbd-pgo");
     fs::copy(&binary, &installed).with_context(|| format!("copying {}", binary.display()))?;
     fs::set_permissions(&installed, fs::Permissions::from_mode(0o755))?;
-    std::os::unix::fs::symlink("mariadbd-pgo", sbin.join("mariadbd"))?;
     fs::copy(root.join("manifest.json"), doc.join("manifest.json"))?;
     fs::set_permissions(doc.join("manifest.json"), fs::Permissions::from_mode(0o644))?;
     write_mode(&doc.join("copyright"), COPYRIGHT, 0o644)?;
     let maintainer = maintainer(req.maintainer)?;
     write_changelog(&doc, &m, &version, &maintainer)?;
+    let facts = Facts {
+        fits: &fits,
+        version: &version,
+        variant: &m.variant,
+    };
+    let cpu = super::deploy::cpu_needed(&m);
+    write_selection(&tree, &facts, cpu)?;
     let kib = installed_kib(&tree)?;
     write_mode(
         &debian.join("control"),
@@ -472,13 +368,13 @@ pub fn build(req: &DebRequest) -> Result<Deb> {
         ),
         0o644,
     )?;
-    let cpu = super::deploy::cpu_needed(&m);
-    if let Some(r) = cpu {
-        write_cpu_check(&tree, r)?;
-    }
-    write_mode(&debian.join("preinst"), &preinst(cpu), 0o755)?;
-    write_mode(&debian.join("postinst"), &postinst(), 0o755)?;
-    write_mode(&debian.join("postrm"), &postrm(), 0o755)?;
+    write_mode(
+        &debian.join("preinst"),
+        &scripts::preinst(&facts, cpu),
+        0o755,
+    )?;
+    write_mode(&debian.join("postinst"), &scripts::postinst(&facts), 0o755)?;
+    write_mode(&debian.join("postrm"), &scripts::postrm(), 0o755)?;
     write_md5sums(&tree, &debian)?;
 
     fs::create_dir_all(req.out_dir)?;
@@ -508,12 +404,22 @@ pub fn build(req: &DebRequest) -> Result<Deb> {
     })
 }
 
-/// The CPU check at [`DEB_CPU_CHECK`] and the drop-in that has Debian's service run it.
-fn write_cpu_check(tree: &Path, r: &super::cpu::CpuRequirement) -> Result<()> {
-    let check = tree.join(DEB_CPU_CHECK.trim_start_matches('/'));
-    let drop_in = tree.join(DEB_DROP_IN);
-    for f in [&check, &drop_in] {
-        let d = f
+/// The files that choose which binary runs ([`super::deb_scripts`]): the selector at
+/// /usr/sbin/mariadbd, the decision, the status command, and the CPU check where the server
+/// needs more than every amd64 CPU has (the decision runs it: a host that lacks the level, after
+/// a migration say, runs Debian's binary instead of dying with SIGILL).
+fn write_selection(tree: &Path, f: &Facts, cpu: Option<&super::cpu::CpuRequirement>) -> Result<()> {
+    let mut files = vec![
+        (scripts::SERVER_BINARY, scripts::selector()),
+        (WHICH, scripts::which(f, cpu.is_some())),
+        (STATUS, scripts::status(f)),
+    ];
+    if let Some(r) = cpu {
+        files.push((CPU_CHECK, super::cpu::check_script(r, PACKAGE)));
+    }
+    for (path, text) in files {
+        let file = tree.join(path.trim_start_matches('/'));
+        let d = file
             .parent()
             .context("a path in the package has a directory")?;
         fs::create_dir_all(d)?;
@@ -523,18 +429,8 @@ fn write_cpu_check(tree: &Path, r: &super::cpu::CpuRequirement) -> Result<()> {
         {
             fs::set_permissions(a, fs::Permissions::from_mode(0o755))?;
         }
+        write_mode(&file, &text, 0o755)?;
     }
-    write_mode(&check, &super::cpu::check_script(r, PACKAGE), 0o755)?;
-    write_mode(
-        &drop_in,
-        &format!(
-            "# {PACKAGE}: the server was compiled for {}; a CPU without it is refused before\n\
-             # it starts (exit {}), instead of dying with SIGILL.\n[Service]\nExecStartPre={DEB_CPU_CHECK}\n",
-            r.describe(),
-            super::cpu::EXIT_CPU
-        ),
-        0o644,
-    )?;
     Ok(())
 }
 
@@ -643,32 +539,5 @@ mod tests {
         for good in ["10.11.18", "1:10.11.18-0+deb12u1", "1.0~rc1-2"] {
             assert!(is_debian_version(good), "{good}");
         }
-    }
-
-    #[test]
-    fn maintainer_scripts_are_valid_shell_and_use_invoke_rc_d() {
-        for (name, text) in [
-            ("preinst", preinst(None)),
-            (
-                "preinst for v3",
-                preinst(Some(&super::super::cpu::CpuRequirement::new(
-                    crate::builder::codegen::CpuLevel::V3,
-                    "",
-                ))),
-            ),
-            ("postinst", postinst()),
-            ("postrm", postrm()),
-        ] {
-            let st = Command::new("sh")
-                .args(["-n", "-c", &text])
-                .status()
-                .unwrap();
-            assert!(st.success(), "{name}:\n{text}");
-            // lintian's maintainer-script-calls-init-script-directly is an error.
-            assert!(!text.contains("/etc/init.d"), "{name}");
-        }
-        assert!(preinst(None).contains("--add --rename"));
-        assert!(postrm().contains("--remove --rename"));
-        assert!(postinst().contains("ln -sf mariadbd.distrib"));
     }
 }

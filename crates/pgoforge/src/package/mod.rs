@@ -52,6 +52,7 @@ mod ratio_bounds {
 
 pub mod cpu;
 pub mod deb;
+pub mod deb_scripts;
 pub mod deploy;
 pub mod provenance;
 pub mod rebuild;

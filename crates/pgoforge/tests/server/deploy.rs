@@ -24,10 +24,18 @@ use crate::common;
 
 const DEBIAN_BINARY: &str = "/usr/sbin/mariadbd";
 
-fn fixture(name: &str) -> PathBuf {
+pub(crate) fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures/deploy")
         .join(name)
+}
+
+/// The fixture script copied into `dir`, the one path the isolated root shares with this
+/// machine: the root mounts a fresh /tmp, which hides a clone that lives under /tmp.
+pub(crate) fn fixture_in(dir: &Path, name: &str) -> PathBuf {
+    let to = dir.join(name);
+    fs::copy(fixture(name), &to).unwrap_or_else(|e| panic!("copying the fixture {name}: {e}"));
+    to
 }
 
 fn sh(cmd: &str) -> String {
@@ -198,6 +206,22 @@ fn other_release_server(installed: &str, dir: &Path) -> (String, PathBuf) {
     (other, bin)
 }
 
+/// `deb` repacked as a package for arm64 (its control file says so; nothing else changes).
+fn other_architecture(deb: &Path, dir: &Path) -> PathBuf {
+    let tree = dir.join("arch-tree");
+    let out = dir.join("arm64.deb");
+    let cmd = format!(
+        "dpkg-deb -R {deb} {tree} && sed -i 's/^Architecture: .*/Architecture: arm64/' \
+         {tree}/DEBIAN/control && dpkg-deb --root-owner-group -b {tree} {out} >/dev/null",
+        deb = deb.display(),
+        tree = tree.display(),
+        out = out.display()
+    );
+    let st = Command::new("sh").args(["-c", &cmd]).status().unwrap();
+    assert!(st.success(), "{cmd}");
+    out
+}
+
 pub(crate) fn deb(tarball: &Path, out: &Path, extra: &[&str]) -> PathBuf {
     let mut args = vec![
         "package".to_string(),
@@ -270,6 +294,8 @@ fn the_deb_takes_debians_place_and_gives_it_back() {
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     let wrong_deb = PathBuf::from(v["path"].as_str().unwrap());
     let broken_deb = deb(&broken, &dir.join("broken"), &[]);
+    // The good .deb as if made for another architecture: dpkg refuses it.
+    let arch_deb = other_architecture(&good_deb, &dir.join("wrong"));
     // Compiled for x86-64-v4 (the manifest says so): its preinst refuses a CPU without AVX-512.
     // Which CPU is a stand-in the test supplies (PGOFORGE_CPUINFO, which dpkg passes to the
     // package's scripts): one with v3's features only, one with v4's.
@@ -298,7 +324,7 @@ fn the_deb_takes_debians_place_and_gives_it_back() {
     ));
     assert!(info.contains("+pgoforge+pgo+lto.01234567"), "{info}");
     assert!(
-        info.contains(&format!("mariadb-server-core (= {fits})")),
+        info.contains(&format!("mariadb-server-core (>= {fits})")),
         "{info}"
     );
     let lint = Command::new("lintian")
@@ -325,7 +351,7 @@ fn the_deb_takes_debians_place_and_gives_it_back() {
         .args(["--mount", "--pid", "--fork", "--propagation", "private"])
         .arg(fixture("isolated-root.sh"))
         .arg(dir)
-        .arg(fixture("scenario.sh"))
+        .arg(fixture_in(dir, "scenario.sh"))
         .arg(&out)
         .arg(&good_deb)
         .arg(&wrong_deb)
@@ -333,6 +359,7 @@ fn the_deb_takes_debians_place_and_gives_it_back() {
         .arg(&cpu_deb)
         .arg(&lacking)
         .arg(&having)
+        .arg(&arch_deb)
         .status()
         .expect("running unshare (util-linux)");
     let log = fs::read_to_string(dir.join("observed.log")).unwrap_or_default();
@@ -353,12 +380,12 @@ fn the_deb_takes_debians_place_and_gives_it_back() {
     assert!(!get("before_version").ends_with("-pgo"), "{ctx}");
     assert_eq!(get("before_exe"), DEBIAN_BINARY, "{ctx}");
 
-    // Another release: refused by dpkg naming the installed release, nothing changed, the
+    // Another release: refused by the package naming both releases, nothing changed, the
     // service still Debian's with the data as it was.
     assert_ne!(get("wrong_dpkg_exit"), "0", "{ctx}");
     assert_eq!(
         get("wrong_message"),
-        format!("mariadb-server-core is installed, but is version {fits}"),
+        format!("built from Debian's mariadb-server-core {other}, but this host has {fits}:"),
         "{ctx}"
     );
     assert_eq!(get("wrong_checksum"), checksum, "{ctx}");
@@ -366,6 +393,18 @@ fn the_deb_takes_debians_place_and_gives_it_back() {
     assert_eq!(get("wrong_diversions"), "0", "{ctx}");
     assert_eq!(get("wrong_binary_sha"), debian_sha, "{ctx}");
     assert_eq!(get("wrong_version"), get("before_version"), "{ctx}");
+    assert_eq!(get("wrong_audit"), "0", "{ctx}");
+
+    // Another architecture: refused by dpkg, nothing changed.
+    assert_ne!(get("arch_dpkg_exit"), "0", "{ctx}");
+    assert!(
+        get("arch_message").starts_with("package architecture (arm64) does not match system"),
+        "{ctx}"
+    );
+    assert_eq!(get("arch_status"), "not-installed", "{ctx}");
+    assert_eq!(get("arch_diversions"), "0", "{ctx}");
+    assert_eq!(get("arch_binary_sha"), debian_sha, "{ctx}");
+    assert_eq!(get("arch_audit"), "0", "{ctx}");
 
     // Installed: the service restarted on the optimized server, data and plugins intact.
     assert_eq!(get("good_dpkg_exit"), "0", "{ctx}");
@@ -375,6 +414,10 @@ fn the_deb_takes_debians_place_and_gives_it_back() {
     assert_eq!(get("installed_diversions"), "1", "{ctx}");
     assert_eq!(get("installed_archive_rows"), "3", "{ctx}");
     assert_eq!(get("installed_status"), "installed", "{ctx}");
+    assert!(
+        get("installed_status_line").contains("runs the optimized server"),
+        "{ctx}"
+    );
 
     // Removed: Debian's binary back in place and running, data intact.
     assert_eq!(get("remove_dpkg_exit"), "0", "{ctx}");
@@ -384,20 +427,33 @@ fn the_deb_takes_debians_place_and_gives_it_back() {
     assert_eq!(get("removed_diversions"), "0", "{ctx}");
     assert_eq!(get("removed_checksum"), checksum, "{ctx}");
     assert_eq!(get("purge_dpkg_exit"), "0", "{ctx}");
+    assert_eq!(get("purged_verify"), "0", "{ctx}");
+    assert_eq!(get("purged_leftovers"), "0", "{ctx}");
 
-    // A server that cannot start: the install fails, Debian's binary serves again.
-    assert_ne!(get("broken_dpkg_exit"), "0", "{ctx}");
+    // A server that cannot start: rolled back — Debian's binary serves again, the optimized
+    // one is disabled and says so — with dpkg and apt consistent (no half-configured package).
+    assert_eq!(get("broken_dpkg_exit"), "0", "{ctx}");
+    assert_eq!(get("broken_said"), "1", "{ctx}");
     assert_eq!(get("broken_version"), get("before_version"), "{ctx}");
     assert_eq!(get("broken_exe"), "/usr/sbin/mariadbd.distrib", "{ctx}");
     assert_eq!(get("broken_checksum"), checksum, "{ctx}");
+    assert_eq!(get("broken_status"), "installed", "{ctx}");
+    assert_eq!(get("broken_audit"), "0", "{ctx}");
+    assert_eq!(get("broken_apt_check"), "0", "{ctx}");
+    assert_eq!(get("broken_status_exit"), "1", "{ctx}");
+    assert!(
+        get("broken_status_line").contains("runs Debian's server")
+            && get("broken_status_line").contains("disabled"),
+        "{ctx}"
+    );
     assert_eq!(get("broken_remove_exit"), "0", "{ctx}");
     assert_eq!(get("cleaned_binary_sha"), debian_sha, "{ctx}");
     assert_eq!(get("cleaned_diversions"), "0", "{ctx}");
     assert_eq!(get("cleaned_status"), "not-installed", "{ctx}");
 
     // Compiled for a CPU this one (the stand-in) lacks: dpkg refuses it, naming what is
-    // missing, before anything changed; where the CPU has it, it installs with the check
-    // wired into Debian's service (a drop-in the package owns) and goes with the package.
+    // missing, before anything changed; where the CPU has it, it installs, and a host that
+    // later lacks the level runs Debian's binary (the check goes with the package).
     assert_eq!(get("cpu_dpkg_exit"), "1", "{ctx}");
     assert!(
         get("cpu_message").starts_with("this CPU lacks avx512bw avx512cd avx512dq avx512f"),
@@ -409,10 +465,14 @@ fn the_deb_takes_debians_place_and_gives_it_back() {
     assert_eq!(get("cpu_version"), get("before_version"), "{ctx}");
     assert_eq!(get("cpu_ok_dpkg_exit"), "0", "{ctx}");
     assert!(get("cpu_ok_version").ends_with("-pgo"), "{ctx}");
-    assert_eq!(get("cpu_ok_drop_in"), "1", "{ctx}");
     assert_eq!(get("cpu_ok_check_exit"), "8", "{ctx}");
+    assert!(
+        get("cpu_lacking_choice").starts_with("debian this CPU lacks avx512"),
+        "{ctx}"
+    );
+    assert_eq!(get("cpu_having_choice"), "optimized", "{ctx}");
     assert_eq!(get("cpu_ok_purge_exit"), "0", "{ctx}");
-    assert_eq!(get("cpu_ok_drop_in_gone"), "yes", "{ctx}");
+    assert_eq!(get("cpu_ok_check_gone"), "yes", "{ctx}");
 
     // And the real machine is as it was.
     assert_eq!(machine(), before);

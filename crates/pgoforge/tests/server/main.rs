@@ -18,6 +18,8 @@ mod mirror;
 mod release;
 mod replay;
 mod reproducible;
+mod security_update;
 mod server;
+mod test_deps;
 mod tpcc;
 mod verify;
