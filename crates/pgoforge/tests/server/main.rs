@@ -20,6 +20,7 @@ mod replay;
 mod reproducible;
 mod security_update;
 mod server;
+mod systemd;
 mod test_deps;
 mod tpcc;
 mod verify;

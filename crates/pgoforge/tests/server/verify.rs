@@ -55,7 +55,7 @@ fn check<'a>(v: &'a Value, name: &str) -> &'a Value {
 }
 
 /// The indented command lines of the README's step `n` (`N. ...` up to the next step).
-fn readme_step(readme: &str, n: u32) -> String {
+pub(crate) fn readme_step(readme: &str, n: u32) -> String {
     let start = readme
         .find(&format!("\n{n}. "))
         .unwrap_or_else(|| panic!("README has a step {n}"));
