@@ -360,17 +360,7 @@ pub fn package(req: &PackageRequest) -> Result<Package> {
         has_charsets: share.join("charsets").is_dir(),
         notify: deploy::notifies(req.binary),
     });
-    for (rel, text) in &kit.files {
-        let p = root.join(rel);
-        if let Some(d) = p.parent() {
-            fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
-        }
-        fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
-        if rel == Path::new(cpu::TARBALL_CHECK) {
-            use std::os::unix::fs::PermissionsExt;
-            fs::set_permissions(&p, fs::Permissions::from_mode(0o755))?;
-        }
-    }
+    write_kit(&root, &kit.files)?;
     m.binary_sha256 = sha256_file(&bin)?;
     fs::write(
         root.join("manifest.json"),
@@ -417,6 +407,22 @@ fn strip(flag: &str, src: &Path, dst: &Path) -> Result<std::process::Output> {
         .arg(src)
         .output()
         .context("running strip (apt-get install binutils)")
+}
+
+/// The deployment files (deploy.rs) written into the package root; the CPU check executable.
+fn write_kit(root: &Path, files: &[(PathBuf, String)]) -> Result<()> {
+    for (rel, text) in files {
+        let p = root.join(rel);
+        if let Some(d) = p.parent() {
+            fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+        }
+        fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
+        if rel == Path::new(cpu::TARBALL_CHECK) {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&p, fs::Permissions::from_mode(0o755))?;
+        }
+    }
+    Ok(())
 }
 
 /// Copies the engine's plugin the binary was measured with (found beside it, as the benchmark

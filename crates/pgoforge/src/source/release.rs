@@ -137,8 +137,8 @@ impl ReleaseCheck {
             v.push(format!(
                 "the installed {sp} is {i}, not {b} as built here: the benchmark compares with \
                  Debian's {b} (downloaded into the work dir, not installed; the installed binary \
-                 is another release), and the .deb of this build installs only beside {sp} {b}: \
-                 its preinst refuses it on this machine and nothing changes. To deploy it in \
+                 is another release), and the .deb of this build installs only beside {sp} {b}, \
+                 so dpkg refuses it on this machine and changes nothing. To deploy it in \
                  Debian's place, first put the server at the built release{cmd}{loss}; or deploy \
                  the package's tarball under systemd (its README); or {build}",
                 sp = self.server_package,
@@ -657,7 +657,7 @@ mod tests {
             "{w:?}"
         );
         assert!(
-            w[0].contains("its preinst refuses it on this machine")
+            w[0].contains("dpkg refuses it on this machine")
                 && w[0].contains(
                     "build the installed release (--source-version 1:10.11.18-0+deb12u1)"
                 ),
