@@ -12,6 +12,17 @@ use std::time::{Duration, Instant};
 
 use testsupport::TestServer;
 
+/// Held by the tests that install packages on this machine or read its apt and dpkg state
+/// through an overlay of it (test_deps, deploy, security_update): an `apt-get update` on the
+/// machine rewrites the lists under an overlay's feet, and one test's apt lock would fail
+/// another's apt call.
+pub static MACHINE_PACKAGES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// [`MACHINE_PACKAGES`], held until the guard drops (a failed test does not poison it).
+pub fn machine_packages() -> std::sync::MutexGuard<'static, ()> {
+    MACHINE_PACKAGES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 pub struct Ran {
     pub code: i32,
     pub stdout: String,

@@ -84,7 +84,23 @@ fn relabeled(binary: &Path, dir: &Path) -> PathBuf {
     let out = dir.join("mariadbd");
     fs::write(&out, bytes).unwrap();
     fs::set_permissions(&out, fs::Permissions::from_mode(0o755)).unwrap();
+    wait_executable(&out);
     out
+}
+
+/// Waits until a file this process just wrote can be executed: a process that another test's
+/// thread forks meanwhile holds the write descriptor until it execs, and exec then fails with
+/// ETXTBSY ("Text file busy") — the server tier runs many tests at once.
+pub(crate) fn wait_executable(p: &Path) {
+    for _ in 0..100 {
+        match Command::new(p).arg("--version").output() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(50))
+            }
+            _ => return,
+        }
+    }
+    panic!("{} stayed busy (ETXTBSY) for 5 s", p.display());
 }
 
 /// A "server" (a real executable, built by gcc) that answers --version like the relabeled one
@@ -243,6 +259,7 @@ fn the_deb_takes_debians_place_and_gives_it_back() {
         pgoforge::infra::is_root(),
         "the deployment test installs packages in an isolated root: run it as root"
     );
+    let _packages = crate::common::machine_packages();
     let fits = sh("dpkg-query -W -f '${Version}' mariadb-server-core");
     assert!(
         !fits.is_empty(),

@@ -102,6 +102,7 @@ fn debians_next_release_installs_beside_the_optimized_deb_and_a_matching_build_t
         pgoforge::infra::is_root(),
         "the security-update test installs packages in an isolated root: run it as root"
     );
+    let _packages = crate::common::machine_packages();
     let fits = sh("dpkg-query -W -f '${Version}' mariadb-server-core");
     assert!(
         !fits.is_empty(),

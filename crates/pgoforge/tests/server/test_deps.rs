@@ -13,6 +13,7 @@ fn the_install_script_leaves_a_server_it_did_not_start_running() {
         pgoforge::infra::is_root(),
         "scripts/install-test-deps.sh installs packages: run the server tier as root"
     );
+    let _packages = crate::common::machine_packages();
     let srv = TestServer::start().unwrap();
     let pid = srv.pid().expect("the server's pid");
     let mut c = srv.root().unwrap();
