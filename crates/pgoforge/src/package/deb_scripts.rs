@@ -29,8 +29,6 @@ pub const SERVER_BINARY: &str = "/usr/sbin/mariadbd";
 pub const SERVICE: &str = "mariadb";
 /// The .deb's package name: one optimized server per machine, whatever its variant.
 pub const PACKAGE: &str = "mariadb-server-pgo";
-/// The package's own files: the decision, the CPU check.
-pub const LIB_DIR: &str = "/usr/lib/mariadb-server-pgo";
 /// Prints `optimized`, or `debian REASON`: which binary the next start runs.
 pub const WHICH: &str = "/usr/lib/mariadb-server-pgo/which";
 /// The CPU check (package/cpu.rs), where the package has a CPU requirement.

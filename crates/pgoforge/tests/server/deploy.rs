@@ -38,9 +38,41 @@ pub(crate) fn fixture_in(dir: &Path, name: &str) -> PathBuf {
     to
 }
 
-fn sh(cmd: &str) -> String {
+/// `cmd` run by /bin/sh on this machine: its standard output, trimmed.
+pub(crate) fn sh(cmd: &str) -> String {
     let out = Command::new("sh").args(["-c", cmd]).output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Runs the fixture `script` as root in a throwaway overlay of this machine
+/// (isolated-root.sh), sharing only `shared` with it: the script is copied into `run` (under
+/// `shared`) and called as `script run/observed ARGS...`. Returns what it observed (its
+/// `key=value` lines) and its log (run/observed.log); a script that fails fails the test.
+pub(crate) fn in_isolated_root(
+    shared: &Path,
+    run: &Path,
+    script: &str,
+    args: &[&std::ffi::OsStr],
+) -> (BTreeMap<String, String>, String) {
+    let out = run.join("observed");
+    let st = Command::new("unshare")
+        .args(["--mount", "--pid", "--fork", "--propagation", "private"])
+        .arg(fixture("isolated-root.sh"))
+        .arg(shared)
+        .arg(fixture_in(run, script))
+        .arg(&out)
+        .args(args)
+        .status()
+        .expect("running unshare (util-linux)");
+    let log = fs::read_to_string(run.join("observed.log")).unwrap_or_default();
+    assert!(st.success(), "{script} failed:\n{log}");
+    let seen = fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    (seen, log)
 }
 
 /// What the real machine looks like to the test: packages, diversions, the binary, services.
@@ -363,30 +395,21 @@ fn the_deb_takes_debians_place_and_gives_it_back() {
     ]);
     assert_eq!(r.code, 2, "{}", r.stderr);
 
-    let out = dir.join("observed");
-    let st = Command::new("unshare")
-        .args(["--mount", "--pid", "--fork", "--propagation", "private"])
-        .arg(fixture("isolated-root.sh"))
-        .arg(dir)
-        .arg(fixture_in(dir, "scenario.sh"))
-        .arg(&out)
-        .arg(&good_deb)
-        .arg(&wrong_deb)
-        .arg(&broken_deb)
-        .arg(&cpu_deb)
-        .arg(&lacking)
-        .arg(&having)
-        .arg(&arch_deb)
-        .status()
-        .expect("running unshare (util-linux)");
-    let log = fs::read_to_string(dir.join("observed.log")).unwrap_or_default();
-    assert!(st.success(), "the scenario failed:\n{log}");
-    let seen: BTreeMap<String, String> = fs::read_to_string(&out)
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let (seen, log) = in_isolated_root(
+        dir,
+        dir,
+        "scenario.sh",
+        &[
+            &good_deb,
+            &wrong_deb,
+            &broken_deb,
+            &cpu_deb,
+            &lacking,
+            &having,
+            &arch_deb,
+        ]
+        .map(|p| p.as_os_str()),
+    );
     let get = |k: &str| seen.get(k).cloned().unwrap_or_default();
     let ctx = format!("{seen:#?}\n{log}");
     assert_eq!(get("done"), "yes", "{ctx}");

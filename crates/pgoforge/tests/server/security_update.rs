@@ -10,16 +10,12 @@
 //! installs and runs. The real machine is checked unchanged.
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use crate::deploy::{deb, fixture, fixture_in, relabeled_server, tarball};
-
-fn sh(cmd: &str) -> String {
-    let out = Command::new("sh").args(["-c", cmd]).output().unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
+use crate::deploy::{deb, fixture, in_isolated_root, relabeled_server, sh, tarball};
 
 /// The next Debian revision of `v`: its last number one higher (`1:10.11.19-0+deb12u1` →
 /// `1:10.11.19-0+deb12u2`), as Debian numbers a security update of the same upstream release.
@@ -59,7 +55,7 @@ fn machine() -> Vec<String> {
     ]
 }
 
-/// Runs security-update.sh in MODE inside an isolated root; what it observed.
+/// Runs security-update.sh in MODE inside an isolated root; what it observed, its log as `log`.
 fn scenario(
     dir: &Path,
     mode: &str,
@@ -69,29 +65,19 @@ fn scenario(
 ) -> BTreeMap<String, String> {
     let run = dir.join(mode);
     fs::create_dir(&run).unwrap();
-    let out = run.join("observed");
     // The test's directory is the one path the isolated root shares: the packages and the
     // script are under it.
-    let st = Command::new("unshare")
-        .args(["--mount", "--pid", "--fork", "--propagation", "private"])
-        .arg(fixture("isolated-root.sh"))
-        .arg(dir)
-        .arg(fixture_in(&run, "security-update.sh"))
-        .arg(&out)
-        .arg(mode)
-        .arg(good)
-        .arg(pool)
-        .arg(next)
-        .status()
-        .expect("running unshare (util-linux)");
-    let log = fs::read_to_string(run.join("observed.log")).unwrap_or_default();
-    assert!(st.success(), "the {mode} scenario failed:\n{log}");
-    let mut seen: BTreeMap<String, String> = fs::read_to_string(&out)
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let (mut seen, log) = in_isolated_root(
+        dir,
+        &run,
+        "security-update.sh",
+        &[
+            OsStr::new(mode),
+            good.as_os_str(),
+            pool.as_os_str(),
+            next.as_os_str(),
+        ],
+    );
     seen.insert("log".into(), log);
     seen
 }

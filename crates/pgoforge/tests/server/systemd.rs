@@ -15,15 +15,9 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::common::booted::{self, Booted};
-use crate::deploy::{broken_server, deb, relabeled_server, tarball};
-
-fn host(cmd: &str) -> String {
-    let out = Command::new("sh").args(["-c", cmd]).output().unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
+use crate::deploy::{broken_server, deb, relabeled_server, sh as host, tarball};
 
 /// What the test asks the container, each a one-line value.
 struct Seen<'a>(&'a Booted);
@@ -242,12 +236,7 @@ fn readme_section(readme: &str, heading: &str) -> String {
         .unwrap_or_else(|| panic!("README has {heading}"));
     let rest = &readme[start + heading.len()..];
     let end = rest.find("\n## ").unwrap_or(rest.len());
-    rest[..end]
-        .lines()
-        .filter(|l| l.starts_with("    "))
-        .map(|l| l.trim_start())
-        .collect::<Vec<_>>()
-        .join("\n")
+    crate::verify::indented_lines(&rest[..end])
 }
 
 /// The package tarball's README followed to the letter on the booted Debian (as root: `sudo`

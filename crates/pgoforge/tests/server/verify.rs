@@ -64,8 +64,12 @@ pub(crate) fn readme_step(readme: &str, n: u32) -> String {
         .find(&format!("\n{}. ", n + 1))
         .or_else(|| rest.find("\n## "))
         .unwrap_or(rest.len());
-    rest[..end]
-        .lines()
+    indented_lines(&rest[..end])
+}
+
+/// The indented (code-block) lines of a piece of Markdown, unindented: its commands.
+pub(crate) fn indented_lines(text: &str) -> String {
+    text.lines()
         .filter(|l| l.starts_with("    "))
         .map(|l| l.trim_start())
         .collect::<Vec<_>>()
