@@ -256,6 +256,23 @@ pub fn init_command(k: &KitFor) -> String {
     }
 }
 
+/// Step 2's first line: what tar and the server need from Debian, installed only where missing
+/// (`dpkg -s` fails when any is not installed), so the step also runs on a host without a mirror
+/// that has them all.
+fn needs_line(m: &Manifest) -> String {
+    let mut pkgs = vec!["zstd".to_string()];
+    pkgs.extend(m.runtime_packages.iter().cloned());
+    let list = pkgs.join(" ");
+    let why = if m.runtime_packages.is_empty() {
+        "tar needs zstd; not on every host"
+    } else {
+        "tar needs zstd, the server these libraries; not on every host"
+    };
+    format!(
+        "dpkg -s {list} >/dev/null 2>&1 || sudo apt-get install -y --no-install-recommends {list}   # {why}"
+    )
+}
+
 fn readme(k: &KitFor) -> String {
     let m = k.manifest;
     let p = prefix(m);
@@ -299,7 +316,7 @@ fn readme(k: &KitFor) -> String {
          1. Check it: `pgoforge package verify {name}.tar.zst` (hashes, version, a short start on a\n\
          \x20  scratch datadir), or without pgoforge `cd {name} && sha256sum -c SHA256SUMS`.\n\
          2. Unpack and make the service's user and datadir:\n\n\
-         \x20   command -v zstd >/dev/null || sudo apt-get install -y zstd   # tar needs it; not on every host\n\
+         \x20   {needs}\n\
          \x20   sudo tar --zstd -xf {name}.tar.zst -C {prefix_dir}\n\
          \x20   id mysql || sudo useradd --system --no-create-home --shell /usr/sbin/nologin mysql\n\
          \x20   sudo install -d -o mysql -g mysql -m 0750 /var/lib/pgoforge-{fam}\n\
@@ -332,6 +349,7 @@ fn readme(k: &KitFor) -> String {
             ", the system-table scripts"
         },
         prefix_dir = PREFIX_DIR,
+        needs = needs_line(m),
         init = init_command(k).replace('\n', "\n    "),
         cpu = match cpu_needed(m) {
             Some(r) => format!(
@@ -438,7 +456,36 @@ mod tests {
         assert!(f[1].1.contains("RuntimeDirectory=pgoforge-mariadb"));
         // A server that cannot notify gets a simple unit (a notify unit would time out).
         assert!(f[1].1.contains("\nType=simple\n"), "{}", f[1].1);
-        assert!(readme.contains("command -v zstd >/dev/null || sudo apt-get install -y zstd"));
+        assert!(readme.contains(
+            "dpkg -s zstd >/dev/null 2>&1 || sudo apt-get install -y --no-install-recommends zstd   #"
+        ));
+    }
+
+    /// A MySQL built on Debian's ICU and protobuf: step 2 installs them where missing.
+    #[test]
+    fn the_readme_installs_the_libraries_the_manifest_names_only_where_missing() {
+        let m = Manifest {
+            name: "mysql-9.7.2-pgo".into(),
+            runtime_packages: vec!["libicu72".into(), "libprotobuf-lite32".into()],
+            ..Manifest::default()
+        };
+        let flavor =
+            Flavor::parse("/usr/sbin/mysqld  Ver 9.7.2 for Linux on x86_64 (Source distribution)")
+                .unwrap();
+        let k = kit(&KitFor {
+            manifest: &m,
+            flavor: &flavor,
+            server: "mysqld",
+            share_family: "mysql",
+            has_charsets: true,
+            notify: false,
+        });
+        let readme = &k.files[2].1;
+        let line = "dpkg -s zstd libicu72 libprotobuf-lite32 >/dev/null 2>&1 || sudo apt-get install -y \
+                    --no-install-recommends zstd libicu72 libprotobuf-lite32   # tar needs zstd, the server these libraries";
+        assert!(readme.contains(line), "{readme}");
+        // Before the unpacking: the server cannot start without them.
+        assert!(readme.find(line) < readme.find("sudo tar --zstd"));
     }
 
     #[test]

@@ -57,6 +57,7 @@ pub mod deploy;
 pub mod provenance;
 pub mod rebuild;
 pub mod reproducible;
+pub mod runtime;
 pub mod sidecar;
 pub mod unpack;
 pub mod verify;
@@ -114,6 +115,12 @@ pub struct Manifest {
     /// optimized with the server, is packed beside it (`lib/plugin/`) and loaded by its my.cnf.
     #[serde(default, skip_serializing_if = "Engine::is_innodb")]
     pub engine: Engine,
+    /// The Debian packages the server's shared libraries come from on the packing machine
+    /// (runtime.rs), less those every Debian has: what the README installs on a host that
+    /// lacks them (absent in packages made before 2026-12-07, and where the packing machine
+    /// has no dpkg).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runtime_packages: Vec<String>,
 }
 
 /// Where a package keeps an engine's plugin, relative to its root.
@@ -319,21 +326,7 @@ pub fn package(req: &PackageRequest) -> Result<Package> {
     fs::create_dir_all(&bin_dir)?;
     let bin = bin_dir.join(installed_name(req.binary));
     let mut m = m.clone();
-    m.binary_note = strip_checked(req.binary, &bin, &flavor)?;
-    if let Some(tree) = &req.layout.build_dir {
-        if let Some(note) = bundle_libraries(req.binary, &bin, tree, &root)? {
-            if !version_line(&bin).is_some_and(|v| v.contains(&flavor.version)) {
-                bail!(
-                    "{} does not run after its RUNPATH was pointed at the package's lib/",
-                    bin.display()
-                );
-            }
-            m.binary_note = format!("{}; {note}", m.binary_note);
-        }
-    }
-    if let Some(note) = pack_engine_plugin(req, &m, &root)? {
-        m.binary_note = format!("{}; {note}", m.binary_note);
-    }
+    prepare_binary(req, &flavor, &bin, &root, &mut m)?;
     // Only the language directories: a build tree's sql/share also holds CMake leftovers.
     for e in fs::read_dir(messages).with_context(|| format!("reading {}", messages.display()))? {
         let e = e?;
@@ -395,6 +388,44 @@ pub fn package(req: &PackageRequest) -> Result<Package> {
         binary_sha256: m.binary_sha256.clone(),
         manifest_sha256,
     })
+}
+
+/// The server in `bin/` (stripped where it still runs), the libraries it takes from its build
+/// tree beside it, its engine's plugin, and what the host must install for the rest: the
+/// manifest's binary note and runtime packages say which.
+fn prepare_binary(
+    req: &PackageRequest,
+    flavor: &Flavor,
+    bin: &Path,
+    root: &Path,
+    m: &mut Manifest,
+) -> Result<()> {
+    m.binary_note = strip_checked(req.binary, bin, flavor)?;
+    if let Some(tree) = &req.layout.build_dir {
+        if let Some(note) = bundle_libraries(req.binary, bin, tree, root)? {
+            if !version_line(bin).is_some_and(|v| v.contains(&flavor.version)) {
+                bail!(
+                    "{} does not run after its RUNPATH was pointed at the package's lib/",
+                    bin.display()
+                );
+            }
+            m.binary_note = format!("{}; {note}", m.binary_note);
+        }
+    }
+    if let Some(note) = pack_engine_plugin(req, m, root)? {
+        m.binary_note = format!("{}; {note}", m.binary_note);
+    }
+    let rt = runtime::of(bin, root);
+    m.runtime_packages = rt.packages;
+    if !rt.unowned.is_empty() {
+        let libs: Vec<String> = rt.unowned.iter().map(|p| p.display().to_string()).collect();
+        m.binary_note = format!(
+            "{}; loads {} from no Debian package: a host needs them put there by hand",
+            m.binary_note,
+            libs.join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// `strip FLAG -o dst src` (`--strip-all` for the server; `--strip-unneeded` for a plugin, which

@@ -239,6 +239,8 @@ pub fn package_contender(
         binary_sha256: String::new(),
         profile_provenance: outcome.profile_provenance.clone(),
         engine: outcome.engine,
+        // Read from the packed binary by package().
+        runtime_packages: Vec::new(),
     };
     let out_dir = package::packages_dir(work);
     let pkg = package::package(&PackageRequest {

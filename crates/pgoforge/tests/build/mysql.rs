@@ -154,6 +154,7 @@ fn a_packaged_mysql_runs_where_it_is_unpacked_with_no_library_from_its_build_tre
         binary_sha256: String::new(),
         profile_provenance: None,
         engine: Default::default(),
+        runtime_packages: vec![],
     };
     let p = package(&PackageRequest {
         binary: &bin,
@@ -208,6 +209,27 @@ fn a_packaged_mysql_runs_where_it_is_unpacked_with_no_library_from_its_build_tre
         "/lib/x86_64-linux-gnu/libicuuc".to_string()
     };
     assert!(ldd.contains(&icu_from), "{ldd}");
+    // On a plain Debian 12, the README's step 2 installs what the server lacks there (Debian's
+    // ICU and protobuf, which the manifest names), and it runs.
+    if !bundled {
+        let named = m["runtime_packages"].to_string();
+        assert!(named.contains("libicu"), "{named}");
+        assert!(named.contains("libprotobuf"), "{named}");
+    }
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let plain = crate::common::plain_debian::follow_step_2(
+        &p.path,
+        "mysql-test-package",
+        "mysqld",
+        &readme,
+        &t.path().join("plain"),
+    );
+    assert!(
+        !plain.missing_before.is_empty() && plain.missing_after.is_empty(),
+        "{}",
+        plain.log
+    );
+    assert!(plain.version.contains("9.7"), "{}", plain.log);
     // And it serves.
     let work = t.path().join("w");
     let w = work.to_str().unwrap();

@@ -43,6 +43,7 @@ fn manifest(name: &str) -> Manifest {
         binary_sha256: String::new(),
         profile_provenance: None,
         engine: Default::default(),
+        runtime_packages: vec![],
     }
 }
 

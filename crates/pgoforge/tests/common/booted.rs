@@ -77,12 +77,32 @@ const MARIADB: &[&str] = &[
 
 /// The cached tree with Debian's mariadb-server at `release`, made if missing.
 pub fn tree(release: &str) -> PathBuf {
+    let pins: Vec<String> = MARIADB.iter().map(|p| format!("{p}={release}")).collect();
+    made(
+        &release.replace(':', "_"),
+        // zstd: a package tarball's README unpacks it with tar --zstd (and installs zstd first
+        // where it is missing, which this offline container cannot).
+        "systemd,systemd-sysv,dbus,ca-certificates,zstd",
+        &pins,
+    )
+}
+
+/// A plain Debian 12 (`debootstrap --variant=minbase`, nothing added): what a host that never
+/// had MariaDB has, to check what a package needs from Debian. Not booted (no systemd in it);
+/// its apt sources are this machine's.
+pub fn plain() -> PathBuf {
+    made("plain", "", &[])
+}
+
+/// The cached tree `name`: debootstrap's minbase with `include`, then `install` (apt-get
+/// arguments) installed in a chroot; made if missing, one at a time.
+fn made(name: &str, include: &str, install: &[String]) -> PathBuf {
     let _one = MAKING.lock().unwrap_or_else(|e| e.into_inner());
     // The tree's own version in its name: a tree made with other packages is not reused.
-    let cache = Path::new("/var/tmp/pgoforge-test-bookworm")
-        .join(format!("{}-{TREE_VERSION}", release.replace(':', "_")));
+    let cache = Path::new("/var/tmp/pgoforge-test-bookworm").join(format!("{name}-{TREE_VERSION}"));
     let tree = cache.join("tree");
-    if tree.join("usr/sbin/mariadbd").exists() {
+    // Renamed into place when complete: a tree that exists is a finished one.
+    if tree.is_dir() {
         return tree;
     }
     let building = cache.with_extension(format!("building-{}", std::process::id()));
@@ -96,17 +116,13 @@ pub fn tree(release: &str) -> PathBuf {
         .map(|(u, _)| u.clone())
         .unwrap();
     let t0 = Instant::now();
+    let mut debootstrap = Command::new("debootstrap");
+    debootstrap.arg("--variant=minbase");
+    if !include.is_empty() {
+        debootstrap.arg(format!("--include={include}"));
+    }
     run(
-        Command::new("debootstrap")
-            .args([
-                "--variant=minbase",
-                // zstd: a package tarball's README unpacks it with tar --zstd (and installs
-                // zstd first where it is missing, which this offline container cannot).
-                "--include=systemd,systemd-sysv,dbus,ca-certificates,zstd",
-                "bookworm",
-            ])
-            .arg(&new)
-            .arg(&main),
+        debootstrap.arg("bookworm").arg(&new).arg(&main),
         "debootstrap (apt-get install debootstrap)",
     );
     let list: String = sources
@@ -115,33 +131,44 @@ pub fn tree(release: &str) -> PathBuf {
         .collect();
     fs::write(new.join("etc/apt/sources.list"), list).unwrap();
     fs::copy("/etc/resolv.conf", new.join("etc/resolv.conf")).unwrap();
-    // Installed in a chroot on this machine's network (the booted container has none), with
-    // service starts forbidden; systemd starts Debian's service at the first boot, as on a host
-    // where it was installed before.
-    let pins: Vec<String> = MARIADB.iter().map(|p| format!("{p}={release}")).collect();
-    let script = format!(
-        "set -e; mount --rbind /dev {t}/dev; mount -t proc proc {t}/proc; mount --rbind /sys {t}/sys; \
-         printf '#!/bin/sh\\nexit 101\\n' > {t}/usr/sbin/policy-rc.d; chmod 755 {t}/usr/sbin/policy-rc.d; \
-         chroot {t} apt-get update -q; \
-         DEBIAN_FRONTEND=noninteractive chroot {t} apt-get install -y -q --no-install-recommends {pins}; \
-         rm {t}/usr/sbin/policy-rc.d; chroot {t} apt-get clean",
-        t = new.display(),
-        pins = pins.join(" ")
-    );
-    run(
-        Command::new("unshare")
-            .args(["--mount", "--propagation", "private", "sh", "-c"])
-            .arg(&script),
-        "installing Debian's mariadb-server in the tree",
-    );
+    if !install.is_empty() {
+        // Installed in a chroot on this machine's network (the booted container has none),
+        // with service starts forbidden; systemd starts Debian's service at the first boot, as
+        // on a host where it was installed before.
+        let script = format!(
+            "set -e; {mounts}; \
+             printf '#!/bin/sh\\nexit 101\\n' > {t}/usr/sbin/policy-rc.d; chmod 755 {t}/usr/sbin/policy-rc.d; \
+             chroot {t} apt-get update -q; \
+             DEBIAN_FRONTEND=noninteractive chroot {t} apt-get install -y -q --no-install-recommends {pkgs}; \
+             rm {t}/usr/sbin/policy-rc.d; chroot {t} apt-get clean",
+            mounts = chroot_mounts(&new),
+            t = new.display(),
+            pkgs = install.join(" ")
+        );
+        run(
+            Command::new("unshare")
+                .args(["--mount", "--propagation", "private", "sh", "-c"])
+                .arg(&script),
+            &format!("installing {} in the tree", install.join(" ")),
+        );
+    }
     eprintln!(
-        "made a booted-Debian tree with mariadb-server {release} in {:.0} s",
+        "made the Debian tree {name} in {:.0} s",
         t0.elapsed().as_secs_f64()
     );
     fs::create_dir_all(&cache).unwrap();
     fs::rename(&new, &tree).unwrap();
     let _ = fs::remove_dir_all(&building);
     tree
+}
+
+/// The shell commands that give a chroot at `root` its /dev, /proc and /sys (run them in a
+/// private mount namespace: they go with it).
+pub fn chroot_mounts(root: &Path) -> String {
+    format!(
+        "mount --rbind /dev {t}/dev; mount -t proc proc {t}/proc; mount --rbind /sys {t}/sys",
+        t = root.display()
+    )
 }
 
 /// A running container: Debian 12 booted by systemd on an overlay of a cached tree.

@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 
 pub mod booted;
+pub mod plain_debian;
+pub mod readme;
 pub mod sshd;
 
 use std::fs;

@@ -15,6 +15,7 @@ mod distro;
 mod engine;
 mod interop;
 mod mirror;
+mod plain_debian;
 mod release;
 mod replay;
 mod reproducible;

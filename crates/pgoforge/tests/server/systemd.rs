@@ -256,10 +256,7 @@ fn the_tarballs_readme_runs_it_under_systemd_beside_debians_service() {
         "tar --zstd -xOf {} {name}/README.md",
         pkg.display()
     ));
-    let letter = |cmds: &str| {
-        cmds.replace("sudo -u mysql ", "runuser -u mysql -- ")
-            .replace("sudo ", "")
-    };
+    let letter = crate::common::readme::as_root;
     let unit = "pgoforge-mariadb.service";
 
     let mut b = Booted::boot(&booted::tree(&fits), &dir.join("container"));

@@ -54,27 +54,7 @@ fn check<'a>(v: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no check {name}: {v}"))
 }
 
-/// The indented command lines of the README's step `n` (`N. ...` up to the next step).
-pub(crate) fn readme_step(readme: &str, n: u32) -> String {
-    let start = readme
-        .find(&format!("\n{n}. "))
-        .unwrap_or_else(|| panic!("README has a step {n}"));
-    let rest = &readme[start + 1..];
-    let end = rest
-        .find(&format!("\n{}. ", n + 1))
-        .or_else(|| rest.find("\n## "))
-        .unwrap_or(rest.len());
-    indented_lines(&rest[..end])
-}
-
-/// The indented (code-block) lines of a piece of Markdown, unindented: its commands.
-pub(crate) fn indented_lines(text: &str) -> String {
-    text.lines()
-        .filter(|l| l.starts_with("    "))
-        .map(|l| l.trim_start())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
+pub(crate) use crate::common::readme::{indented_lines, readme_step};
 
 #[test]
 fn a_package_is_verified_and_its_readme_runs_it_as_the_unit_would() {
