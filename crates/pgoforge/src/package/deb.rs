@@ -444,24 +444,28 @@ fn write_changelog(doc: &Path, m: &Manifest, version: &str, maintainer: &str) ->
         rfc2822(m.source_date_epoch)
     );
     let gz = doc.join("changelog.Debian.gz");
-    {
-        // gzip -9n: no name or time in the header, as Debian's tools write it.
-        let mut child = Command::new("gzip")
-            .args(["-9n", "-c"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(fs::File::create(&gz)?)
-            .spawn()
-            .context("running gzip")?;
-        child
-            .stdin
-            .take()
-            .context("gzip's stdin")?
-            .write_all(changelog.as_bytes())?;
-        if !child.wait()?.success() {
-            bail!("gzip failed on the changelog");
-        }
-    }
+    gzip_n(changelog.as_bytes(), &gz)?;
     fs::set_permissions(&gz, fs::Permissions::from_mode(0o644))?;
+    Ok(())
+}
+
+/// `text` gzip'ed into `to` as Debian's tools write it (`gzip -9n`: no name or time in the
+/// header, so the same text gives the same bytes).
+pub fn gzip_n(text: &[u8], to: &Path) -> Result<()> {
+    let mut child = Command::new("gzip")
+        .args(["-9n", "-c"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(fs::File::create(to).with_context(|| format!("creating {}", to.display()))?)
+        .spawn()
+        .context("running gzip")?;
+    child
+        .stdin
+        .take()
+        .context("gzip's stdin")?
+        .write_all(text)?;
+    if !child.wait()?.success() {
+        bail!("gzip failed writing {}", to.display());
+    }
     Ok(())
 }
 

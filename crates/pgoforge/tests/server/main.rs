@@ -16,6 +16,7 @@ mod engine;
 mod interop;
 mod mirror;
 mod plain_debian;
+mod publish;
 mod release;
 mod replay;
 mod reproducible;
