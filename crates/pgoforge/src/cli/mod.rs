@@ -21,6 +21,7 @@ mod run;
 mod server;
 mod source;
 mod train;
+mod try_package;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use pgoforge::events::{JsonLines, Reporter, Terminal};
@@ -63,6 +64,10 @@ enum Command {
     /// Publish .debs (or package tarballs) into a signed apt repository and print the sources
     /// entry hosts add (apt-ftparchive and gpg; the key is yours or one pgoforge makes).
     Publish(publish::PublishArgs),
+    /// What a package gains on this host: benchmarked against this host's own mariadbd with the
+    /// A/A control (no build or toolchain needed), the gain with its interval, and what the
+    /// host's load did to it.
+    Try(Box<try_package::TryArgs>),
     /// Rebuild a package from its sidecar (recipe, source identity, profiles, toolchain) without
     /// training, and compare the binary byte for byte (exit 11 when it differs).
     Rebuild(Box<rebuild::RebuildArgs>),
@@ -113,6 +118,7 @@ pub fn main() -> anyhow::Result<i32> {
         Command::Run(args) => run::main(*args),
         Command::Package(args) => package::main(args),
         Command::Publish(args) => publish::main(args),
+        Command::Try(args) => try_package::main(*args),
         Command::Rebuild(args) => rebuild::main(*args),
         Command::ClientServe => pgoforge::bench::remote::serve(),
         Command::BuildServe => pgoforge::builder::host::serve(),

@@ -25,4 +25,5 @@ mod server;
 mod systemd;
 mod test_deps;
 mod tpcc;
+mod try_package;
 mod verify;
