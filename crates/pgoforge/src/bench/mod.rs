@@ -19,6 +19,7 @@ pub mod measure;
 pub mod network;
 pub mod order;
 pub mod plan;
+pub mod pool;
 pub mod remote;
 pub mod report;
 pub mod run;

@@ -12,6 +12,7 @@ mod doctor;
 mod gate;
 mod oltp;
 mod package;
+mod pool;
 mod power;
 mod publish;
 mod rebuild;
@@ -61,6 +62,9 @@ enum Command {
     Report(report::ReportArgs),
     /// Package a variant of a finished run as a tar.zst with its manifest and SHA256SUMS.
     Package(package::PackageArgs),
+    /// Pool one comparison measured on several hosts: each host's gain, the spread between
+    /// hosts, and a pooled gain whose interval counts it (a random-effects model).
+    Pool(pool::PoolArgs),
     /// Publish .debs (or package tarballs) into a signed apt repository and print the sources
     /// entry hosts add (apt-ftparchive and gpg; the key is yours or one pgoforge makes).
     Publish(publish::PublishArgs),
@@ -117,6 +121,7 @@ pub fn main() -> anyhow::Result<i32> {
         Command::Report(args) => report::main(args),
         Command::Run(args) => run::main(*args),
         Command::Package(args) => package::main(args),
+        Command::Pool(args) => pool::main(args),
         Command::Publish(args) => publish::main(args),
         Command::Try(args) => try_package::main(*args),
         Command::Rebuild(args) => rebuild::main(*args),

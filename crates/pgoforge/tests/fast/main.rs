@@ -5,6 +5,7 @@ mod architecture;
 mod claims;
 mod defaults;
 mod formats;
+mod pool;
 mod power;
 mod readme;
 mod reports;

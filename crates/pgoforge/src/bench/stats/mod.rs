@@ -15,6 +15,7 @@ mod describe;
 mod dist;
 mod margin;
 mod paired;
+pub mod pool;
 pub mod position;
 mod power;
 pub mod unbounded;
