@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use regex::Regex;
 
-const VERDICT: &str = r"(?i)\b(tied|as fast|no regression|nothing measurable|no difference|within what it allows|measured no better)\b";
+const VERDICT: &str = r"(?i)\b(tied|as fast|no regression|nothing measurable|no difference|within what it allows|measured no better|measured alike|alike gains|gains? alike|capacity alike)\b";
 
 fn docs() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -142,6 +142,13 @@ fn the_claim_check_tells_a_claim_from_its_evidence() {
         "equivalent within ±3% (TOST at 5%): tied within the margin"
     ));
     assert!(!flagged("not slower than -3% (one-sided 95% bound +0.8%)"));
+    // Two runs' point estimates called alike (issue 72): the interval or the test, or nothing.
+    assert!(flagged("the two trainings give alike gains on this host"));
+    assert!(flagged("Debian's binary and the baseline measured alike."));
+    assert!(flagged("capacity alike"));
+    assert!(!flagged(
+        "both compilers alike; the data allow −2.0 % to +3.1 %"
+    ));
     let s = sentences(
         "First one is tied. Second [−1.2, +3.4] is\nfine.\n\n- a list item: no regression",
     );
