@@ -4,7 +4,7 @@
 //! per transaction: where unoptimized code suffers more, the gain is larger), the spread between
 //! hosts, and a pooled gain whose interval counts that spread (stats/pool.rs).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -270,15 +270,11 @@ pub fn markdown(t: &PoolTable) -> String {
             i + 1,
             r.host,
             r.cpu,
-            display(&r.dir)
+            r.dir.display()
         );
     }
     for w in &t.warnings {
         s += &format!("warning: {w}\n");
     }
     s
-}
-
-fn display(p: &Path) -> String {
-    p.display().to_string()
 }

@@ -195,19 +195,11 @@ fn renumbered(c: &Control, earlier: &[(PathBuf, Control)]) -> Result<Option<Stri
 fn repack(deb: &Path, version: &str, scratch: &Path, out: &Path) -> Result<()> {
     let tree = scratch.join("repack");
     let _ = fs::remove_dir_all(&tree);
-    let run = |c: &mut Command, what: &str| -> Result<()> {
-        let o = c.output().with_context(|| format!("running {what}"))?;
-        if !o.status.success() {
-            bail!(
-                "{what} failed: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            );
-        }
-        Ok(())
-    };
-    run(
+    use crate::infra::runner::run_tool;
+    run_tool(
         Command::new("dpkg-deb").arg("-R").arg(deb).arg(&tree),
         "dpkg-deb -R",
+        None,
     )?;
     let cf = tree.join("DEBIAN/control");
     let text = fs::read_to_string(&cf)?;
@@ -222,13 +214,15 @@ fn repack(deb: &Path, version: &str, scratch: &Path, out: &Path) -> Result<()> {
         })
         .collect();
     fs::write(&cf, text)?;
-    run(
+    run_tool(
         Command::new("dpkg-deb")
             .args(["--root-owner-group", "-b"])
             .arg(&tree)
             .arg(out),
         "dpkg-deb -b",
-    )
+        None,
+    )?;
+    Ok(())
 }
 
 /// The .deb of an input: itself, or the one made from a package tarball in `scratch`.
@@ -311,12 +305,23 @@ fn add(repo: &Path, deb: &Path, scratch: &Path) -> Result<Entry> {
     })
 }
 
-/// The architectures the pool's packages are for (`all` counts as amd64's).
+/// The architectures the pool's packages are for (`all` counts as amd64's), read from the
+/// names [`pool_path`] gave them (`…_ARCH.deb`): no package is opened again.
 fn architectures(repo: &Path) -> Result<Vec<String>> {
     let mut archs = std::collections::BTreeSet::new();
     for f in crate::infra::fs::files_under(&repo.join("pool"), "deb")? {
-        let a = control(&f)?.architecture;
-        archs.insert(if a == "all" { "amd64".to_string() } else { a });
+        let stem = f
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        if let Some((_, a)) = stem.rsplit_once('_') {
+            archs.insert(if a == "all" {
+                "amd64".to_string()
+            } else {
+                a.to_string()
+            });
+        }
     }
     Ok(archs.into_iter().collect())
 }
