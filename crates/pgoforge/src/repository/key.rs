@@ -140,6 +140,31 @@ impl SigningKey {
         Ok(key)
     }
 
+    /// Whether gpg can sign with the key unattended (a passphrase with no agent to ask, an
+    /// expired or revoked key, a key without signing capability cannot): checked before
+    /// anything is published, so such a key leaves the repository as it was.
+    pub fn check_signs(&self) -> Result<()> {
+        let t = tempfile::tempdir()?;
+        let probe = t.path().join("probe");
+        fs::write(&probe, b"pgoforge signing probe\n")?;
+        let mut c = gpg(self.home.as_deref());
+        c.args(["--pinentry-mode", "error", "--local-user"])
+            .arg(&self.fingerprint)
+            .arg("--detach-sign")
+            .arg("--output")
+            .arg(t.path().join("probe.sig"))
+            .arg(&probe);
+        if let Err(e) = run(c, "a test signature") {
+            crate::usage!(
+                "the key {} cannot sign here, so nothing was published ({e:#}): give a key with \
+                 signing capability whose passphrase an agent holds (or none), or leave --key \
+                 out and pgoforge makes one",
+                self.fingerprint
+            );
+        }
+        Ok(())
+    }
+
     /// Signs `release` into `inrelease` (clear-signed) and `detached` (`Release.gpg`).
     pub fn sign(&self, release: &Path, inrelease: &Path, detached: &Path) -> Result<()> {
         for (flag, out) in [("--clearsign", inrelease), ("--detach-sign", detached)] {

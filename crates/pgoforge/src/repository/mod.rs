@@ -14,6 +14,7 @@
 
 pub mod index;
 pub mod key;
+pub mod published;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -28,6 +29,7 @@ use crate::infra::fs::sha256_file;
 pub const KEY_FILE: &str = "pgoforge-archive-keyring.gpg";
 
 /// Which key signs.
+#[derive(Clone, Copy)]
 pub enum KeyChoice<'a> {
     /// A secret key of the user's GnuPG keyring, by fingerprint or user id.
     Named(&'a str),
@@ -326,6 +328,75 @@ fn architectures(repo: &Path) -> Result<Vec<String>> {
     Ok(archs.into_iter().collect())
 }
 
+/// A repository's directory: missing, empty, or one pgoforge made (its pool or its key there);
+/// anything else is refused before a file is written — it is somebody else's directory.
+fn check_repo(repo: &Path) -> Result<()> {
+    let Ok(meta) = fs::metadata(repo) else {
+        return Ok(());
+    };
+    if !meta.is_dir() {
+        crate::usage!(
+            "--repo {} is a file, not a repository directory: give a new or empty directory, or \
+             one `pgoforge publish` made",
+            repo.display()
+        );
+    }
+    let mut names = fs::read_dir(repo)
+        .with_context(|| format!("reading {}", repo.display()))?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned());
+    let ours = repo.join("pool").is_dir() || repo.join(KEY_FILE).is_file();
+    if let (false, Some(first)) = (ours, names.next()) {
+        crate::usage!(
+            "--repo {} is not a pgoforge repository (no pool/ and no {KEY_FILE}, but files such \
+             as {first}): nothing was written; give a new or empty directory, or one `pgoforge \
+             publish` made",
+            repo.display()
+        );
+    }
+    Ok(())
+}
+
+/// The Debian release a server version was built for (`…+deb12u1` → bookworm), when it says.
+fn debian_release(version: &str) -> Option<&'static str> {
+    let n: u32 = version.split(['+', '~']).skip(1).find_map(|part| {
+        let digits = part.strip_prefix("deb")?;
+        let (n, rest) = digits.split_at(digits.find(|c: char| !c.is_ascii_digit())?);
+        rest.starts_with('u').then(|| n.parse().ok())?
+    })?;
+    CODENAMES.iter().find(|(v, _)| *v == n).map(|(_, c)| *c)
+}
+
+const CODENAMES: [(u32, &str); 5] = [
+    (10, "buster"),
+    (11, "bullseye"),
+    (12, "bookworm"),
+    (13, "trixie"),
+    (14, "forky"),
+];
+
+/// A package built for one Debian release published into a suite named for another is refused:
+/// hosts of that release would install a server linked against libraries they lack.
+fn check_release(deb: &Path, input: &Path, suite: &str) -> Result<()> {
+    let c = control(deb)?;
+    let fits = build_number(&c.version).map_or(c.version.as_str(), |(f, ..)| f);
+    let suite_release = CODENAMES
+        .iter()
+        .map(|(_, n)| *n)
+        .find(|n| suite == *n || suite.starts_with(&format!("{n}-")));
+    if let (Some(built), Some(repo)) = (debian_release(fits), suite_release) {
+        if built != repo {
+            crate::usage!(
+                "{} is built for Debian {built} (it fits {fits}), but the suite {suite} is for \
+                 {repo}: nothing was published; publish it into a suite of its own release \
+                 (--suite {built}-pgoforge)",
+                input.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 fn check_suite(suite: &str) -> Result<()> {
     if suite.is_empty()
         || !suite
@@ -343,6 +414,7 @@ pub fn publish(req: &PublishRequest) -> Result<Published> {
     if req.inputs.is_empty() {
         crate::usage!("nothing to publish: give .debs or package tarballs");
     }
+    check_repo(req.repo)?;
     fs::create_dir_all(req.repo).with_context(|| format!("creating {}", req.repo.display()))?;
     let repo = fs::canonicalize(req.repo)?;
     let key = match req.key {
@@ -359,15 +431,57 @@ pub fn publish(req: &PublishRequest) -> Result<Published> {
             key::own(&abs)?
         }
     };
+    key.check_signs()?;
     let _lock = crate::infra::lock::WorkLock::acquire(&repo)?;
     let scratch = tempfile::Builder::new()
         .prefix(".publish-")
         .tempdir_in(&repo)?;
+    let mut added = Vec::new();
+    let entries = add_all(&repo, req, scratch.path(), &mut added);
+    // A publish that fails leaves the repository as it was: the files it put into the pool go.
+    let done = entries.and_then(|e| finish(&repo, req, &key, e));
+    if done.is_err() {
+        for f in &added {
+            let _ = fs::remove_file(f);
+        }
+    }
+    done
+}
+
+/// Every input into the pool, checked against the suite's Debian release; the pool files this
+/// publish made are pushed to `added` as they are made.
+fn add_all(
+    repo: &Path,
+    req: &PublishRequest,
+    scratch: &Path,
+    added: &mut Vec<PathBuf>,
+) -> Result<Vec<(Entry, Option<PathBuf>)>> {
     let mut entries = Vec::new();
     for input in req.inputs {
-        let deb = deb_of(input, scratch.path())?;
-        entries.push(add(&repo, &deb, scratch.path())?);
+        let deb = deb_of(input, scratch)?;
+        check_release(&deb, input, req.suite)?;
+        let e = add(repo, &deb, scratch)?;
+        if e.outcome != "already published" {
+            added.push(repo.join(&e.file));
+        }
+        let sidecar = input
+            .to_string_lossy()
+            .ends_with(".tar.zst")
+            .then(|| crate::package::sidecar::beside(input))
+            .filter(|s| s.is_file());
+        entries.push((e, sidecar));
     }
+    Ok(entries)
+}
+
+/// The indices signed, the key published, each build and its profiles recorded.
+fn finish(
+    repo: &Path,
+    req: &PublishRequest,
+    key: &key::SigningKey,
+    entries: Vec<(Entry, Option<PathBuf>)>,
+) -> Result<Published> {
+    let repo = repo.to_path_buf();
     let archs = architectures(&repo)?;
     if archs.is_empty() {
         bail!(
@@ -382,8 +496,23 @@ pub fn publish(req: &PublishRequest) -> Result<Published> {
             architectures: &archs,
             description: "MariaDB optimized by pgoforge (profile-guided builds of Debian's source)",
         },
-        &key,
+        key,
     )?;
+    for (e, sidecar) in &entries {
+        let fits = build_number(&e.version).map_or(e.version.as_str(), |(f, ..)| f);
+        let stem = e.file.file_stem().unwrap_or_default().to_string_lossy();
+        published::record(
+            &repo,
+            &published::Build {
+                package: e.package.clone(),
+                version: e.version.clone(),
+                fits: fits.to_string(),
+                sidecar: sidecar.as_ref().map(|_| format!("{stem}.rebuild.tar.zst")),
+            },
+            sidecar.as_deref(),
+        )?;
+    }
+    let entries: Vec<Entry> = entries.into_iter().map(|(e, _)| e).collect();
     let key_path = repo.join(KEY_FILE);
     let tmp = repo.join(format!(".{KEY_FILE}.tmp"));
     fs::write(&tmp, key.export()?)?;
@@ -417,6 +546,18 @@ pub fn publish(req: &PublishRequest) -> Result<Published> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_servers_debian_release_is_read_from_its_version() {
+        assert_eq!(debian_release("1:10.11.18-0+deb12u1"), Some("bookworm"));
+        assert_eq!(debian_release("1:11.8.3-0+deb13u1"), Some("trixie"));
+        assert_eq!(
+            debian_release("1:10.11.6-0+deb12u1~bpo11+1"),
+            Some("bookworm")
+        );
+        assert_eq!(debian_release("1:11.8.3-1"), None);
+        assert_eq!(debian_release("1:10.11.18-0+debian"), None);
+    }
 
     #[test]
     fn build_numbers_read_from_pgoforge_versions() {
