@@ -61,7 +61,7 @@ for m, p in files.items():
 # that crate's src as the argument); Cargo keeps them from importing pgoforge at all.
 LAYERS = {
     "cli": 6,
-    "pipeline": 5,
+    "pipeline": 5, "follow": 5,
     "bench": 4, "profile": 4, "gate": 4, "package": 4, "repository": 4,
     "builder": 3, "server": 3, "source": 3,
     "toolchain": 2, "recipe": 2, "events": 2,

@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod builder;
 pub mod events;
+pub mod follow;
 pub mod gate;
 pub mod package;
 pub mod pipeline;

@@ -9,6 +9,7 @@ mod bolt;
 mod build;
 mod calibrate;
 mod doctor;
+mod follow;
 mod gate;
 mod oltp;
 mod package;
@@ -68,6 +69,10 @@ enum Command {
     /// Publish .debs (or package tarballs) into a signed apt repository and print the sources
     /// entry hosts add (apt-ftparchive and gpg; the key is yours or one pgoforge makes).
     Publish(publish::PublishArgs),
+    /// One unattended cycle: the newest release Debian serves, built from the repository's last
+    /// published profiles, gated, benchmarked against Debian's server of that release, and
+    /// published when not slower beyond a margin (a systemd timer runs it: contrib/systemd/).
+    Follow(Box<follow::FollowArgs>),
     /// What a package gains on this host: benchmarked against this host's own mariadbd with the
     /// A/A control (no build or toolchain needed), the gain with its interval, and what the
     /// host's load did to it.
@@ -123,6 +128,7 @@ pub fn main() -> anyhow::Result<i32> {
         Command::Package(args) => package::main(args),
         Command::Pool(args) => pool::main(args),
         Command::Publish(args) => publish::main(args),
+        Command::Follow(args) => follow::main(*args),
         Command::Try(args) => try_package::main(*args),
         Command::Rebuild(args) => rebuild::main(*args),
         Command::ClientServe => pgoforge::bench::remote::serve(),

@@ -34,7 +34,7 @@ pub struct PublishArgs {
     json: bool,
 }
 
-fn default_key_home() -> PathBuf {
+pub(super) fn default_key_home() -> PathBuf {
     let data = std::env::var_os("XDG_DATA_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
@@ -42,12 +42,17 @@ fn default_key_home() -> PathBuf {
     data.join("pgoforge/archive-key")
 }
 
+/// `--key` when given, else pgoforge's own key in `home` (`--key-home`, or the default).
+pub(super) fn key_choice<'a>(key: &'a Option<String>, home: &'a std::path::Path) -> KeyChoice<'a> {
+    match key {
+        Some(k) => KeyChoice::Named(k),
+        None => KeyChoice::Own(home),
+    }
+}
+
 pub fn main(a: PublishArgs) -> Result<i32> {
     let home = a.key_home.clone().unwrap_or_else(default_key_home);
-    let key = match &a.key {
-        Some(k) => KeyChoice::Named(k),
-        None => KeyChoice::Own(&home),
-    };
+    let key = key_choice(&a.key, &home);
     let p = repository::publish(&PublishRequest {
         repo: &a.repo,
         inputs: &a.packages,

@@ -13,6 +13,8 @@ mod cpu_level;
 mod deploy;
 mod distro;
 mod engine;
+mod follow;
+mod follow_timer;
 mod interop;
 mod mirror;
 mod plain_debian;
