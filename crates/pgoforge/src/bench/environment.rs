@@ -23,6 +23,10 @@ pub struct Environment {
     /// The host's fingerprint ([`Host`]); absent in runs recorded before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<Host>,
+    /// What the host's caches do to far data and far code ([`CacheProbe`]), measured when the
+    /// benchmark started; absent in runs recorded before 2026-12-07.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_probe: Option<super::cache_probe::CacheProbe>,
 }
 
 /// What identifies the host a benchmark ran on, as far as a guest can tell. Two VM instances of
@@ -111,6 +115,7 @@ impl Environment {
             server_versions: Default::default(),
             builds,
             host: Some(Host::probe()),
+            cache_probe: super::cache_probe::CacheProbe::run(),
         }
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod adaptive;
 pub mod budget;
+pub mod cache_probe;
 pub mod cachegrind;
 pub mod calibrate;
 pub mod client;

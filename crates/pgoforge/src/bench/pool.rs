@@ -21,6 +21,13 @@ pub struct HostRun {
     /// hosts were fingerprinted.
     pub host: String,
     pub cpu: String,
+    /// The run's mean CPU steal over its runs (a share), when its load was recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steal: Option<f64>,
+    /// What the host's caches did to far data and code when the run started (runs since
+    /// 2026-12-07).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_probe: Option<super::cache_probe::CacheProbe>,
 }
 
 /// One host's figures on one workload.
@@ -157,6 +164,8 @@ pub fn pool(
             dir: d.clone(),
             host,
             cpu: r.environment.cpu.clone(),
+            steal: super::steal::Steal::of(&r.load_trace).map(|s| s.mean),
+            cache_probe: r.environment.cache_probe.clone(),
         });
     }
     if workloads.is_empty() {
@@ -266,11 +275,18 @@ pub fn markdown(t: &PoolTable) -> String {
     s += "\n";
     for (i, r) in t.runs.iter().enumerate() {
         s += &format!(
-            "host {}: {} ({}), {}\n",
+            "host {}: {} ({}), {}{}{}\n",
             i + 1,
             r.host,
             r.cpu,
-            r.dir.display()
+            r.dir.display(),
+            r.steal
+                .map(|x| format!("; steal {:.1} % of the runs' CPU time", x * 100.0))
+                .unwrap_or_default(),
+            r.cache_probe
+                .as_ref()
+                .map(|p| format!("; cache probe: {}", p.sentence()))
+                .unwrap_or_default()
         );
     }
     for w in &t.warnings {

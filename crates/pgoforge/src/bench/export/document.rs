@@ -745,13 +745,17 @@ fn environment(r: &Report) -> Vec<Block> {
     }
     vec![Block::Notes(
         format!(
-            "Environment: {} ({} CPUs), kernel {}{}.",
+            "Environment: {} ({} CPUs), kernel {}{}{}.",
             e.cpu,
             e.cpus,
             e.kernel,
             e.host
                 .as_ref()
                 .map(|h| format!(", host fingerprint {}", h.fingerprint))
+                .unwrap_or_default(),
+            e.cache_probe
+                .as_ref()
+                .map(|p| format!("; cache probe: {}", p.sentence()))
                 .unwrap_or_default()
         ),
         env,
