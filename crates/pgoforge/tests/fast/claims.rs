@@ -154,3 +154,32 @@ fn the_claim_check_tells_a_claim_from_its_evidence() {
     );
     assert_eq!(s.len(), 3, "{s:?}");
 }
+
+/// A report that labels a cell "not significant" must not show a Holm p below 0.05 beside it:
+/// such a cell is significant and smaller than the minimum change, which the tables say as
+/// "below the minimum change" (issue 72: mariadb-10.11-myrocks-training's −1.7 %, Holm p 0.018).
+#[test]
+fn no_committed_report_calls_a_cell_with_a_holm_p_below_005_not_significant() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results");
+    let holm = Regex::new(r"\| [0-9.]+ \(([0-9.]+)\) \|").unwrap();
+    let mut checked = 0;
+    for e in fs::read_dir(&root).unwrap() {
+        let md = e.unwrap().path().join("report.md");
+        let Ok(text) = fs::read_to_string(&md) else {
+            continue;
+        };
+        for row in text.lines().filter(|l| l.contains("(not significant)")) {
+            let Some(p) = holm.captures(row) else {
+                continue;
+            };
+            checked += 1;
+            let p: f64 = p[1].parse().unwrap();
+            assert!(
+                p >= 0.05,
+                "{}: a cell labelled not significant has Holm p {p}:\n{row}",
+                md.display()
+            );
+        }
+    }
+    assert!(checked > 10, "the rows were found ({checked})");
+}

@@ -109,6 +109,7 @@ fn results(r: &Report) -> Table {
                         "{} {}",
                         pct(v.ratio),
                         match (v.significant, v.ratio > 1.0) {
+                            (false, _) if v.below_minimum() => "(below the minimum change)",
                             (false, _) => "(not significant)",
                             (true, true) => "faster",
                             (true, false) => "slower",
@@ -154,7 +155,8 @@ fn results(r: &Report) -> Table {
 }
 
 /// Capacity against the baseline (transactions per server-CPU second), with the interval that
-/// agrees with its verdict: "+22.1% [+15.0, +29.9]", "(n.s.)" when not significant.
+/// agrees with its verdict: "+22.1% [+15.0, +29.9]", "(n.s.)" when not significant, "(below
+/// min.)" when significant but below the minimum change.
 pub fn capacity_cell(v: &crate::bench::stats::Comparison) -> String {
     let (lo, hi) = v.shown_interval();
     let interval = if hi.is_finite() {
@@ -165,7 +167,13 @@ pub fn capacity_cell(v: &crate::bench::stats::Comparison) -> String {
     format!(
         "{}{interval}{}",
         pct(v.ratio),
-        if v.significant { "" } else { " (n.s.)" }
+        if v.significant {
+            ""
+        } else if v.below_minimum() {
+            " (below min.)"
+        } else {
+            " (n.s.)"
+        }
     )
 }
 

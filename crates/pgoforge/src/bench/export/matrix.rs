@@ -40,6 +40,7 @@ pub fn table(r: &Report) -> Option<Table> {
                             match k.verdict {
                                 Verdict::Faster => "faster",
                                 Verdict::Slower => "REGRESSION",
+                                _ if k.below_minimum() => "below min.",
                                 _ => "n.s.",
                             },
                             if is_held_out(&r.plan, x) { " (h)" } else { "" }
@@ -63,9 +64,18 @@ pub fn lead(r: &Report) -> String {
     format!(
         "Train × evaluate matrix: TPS against {} as gain [95% interval] and verdict after Holm \
          over all {comparisons} comparisons (faster, n.s.: no significant difference, \
-         REGRESSION: significantly slower); (h): a workload the column's profile was not \
+         {}REGRESSION: significantly slower); (h): a workload the column's profile was not \
          trained on. {}",
         r.plan.contenders[0].name,
+        if r.cells
+            .iter()
+            .filter_map(|c| c.tps_vs_baseline.as_ref())
+            .any(|k| k.below_minimum())
+        {
+            "below min.: significant but below the minimum change, "
+        } else {
+            ""
+        },
         regressions_sentence(r)
     )
 }

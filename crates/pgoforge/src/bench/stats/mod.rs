@@ -92,6 +92,13 @@ impl Verdict {
 }
 
 impl Comparison {
+    /// Significant after Holm's correction, but smaller than the minimum change that counts:
+    /// not a finding, and not "not significant" either — tables say "below the minimum".
+    pub fn below_minimum(&self) -> bool {
+        let shown = self.shown_interval();
+        !self.significant && self.p_holm < SIGNIFICANCE && (shown.0 > 1.0 || shown.1 < 1.0)
+    }
+
     /// The verdict with its numbers: `faster +44.6% [+33.6, +58.3]`; without significance, what
     /// the data allow, and why an interval that excludes no change is still not a finding (the
     /// minimum change, or the correction over the run's comparisons) — never "as fast as".
