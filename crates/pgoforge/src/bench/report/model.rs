@@ -266,44 +266,17 @@ pub(super) fn cell(
     }
     let v_p95 = pick(name, &p95);
     let mut warnings = Vec::new();
-    let mut disturbed = Vec::new();
-    let mut cpu_ms = Vec::new();
     // This contender's runs in the cell, filtered and sorted once for every figure below.
     let runs = mine(name);
-    for &r in &runs {
-        let Some(l) = &r.load else { continue };
-        if l.disturbed() {
-            disturbed.push((r.round, l.other_share));
-        }
-        if r.result.transactions > 0 && l.server_cpu_s > 0.0 {
-            cpu_ms.push(l.server_cpu_s * 1000.0 / r.result.transactions as f64);
-        }
-    }
+    let (disturbed, cpu_ms) = load_figures(&runs);
     warnings.extend(disturbed_warning(&disturbed));
     let server_per_txn = per_txn(&runs);
     let bound = server_per_txn.as_ref().and_then(|p| p.bound.as_ref());
     if let Some(w) = bound.and_then(Bound::warning) {
         warnings.push(w);
     }
-    // Without the vCPU figures (runs before 2026-12-04), the client's round-trip bound
-    // (bench/network.rs), from this contender's runs here.
-    let rtts: Vec<f64> = if bound.is_some() {
-        Vec::new()
-    } else {
-        runs.iter().filter_map(|r| r.rtt_us).collect()
-    };
-    let qps: Vec<f64> = runs
-        .iter()
-        .filter(|r| r.result.total_time_s > 0.0)
-        .map(|r| r.result.queries.total as f64 / r.result.total_time_s)
-        .collect();
-    if !rtts.is_empty() && !qps.is_empty() {
-        let rtt = crate::bench::stats::median(&rtts);
-        if let Some(w) =
-            crate::bench::network::bound_warning(crate::bench::stats::median(&qps), t, rtt)
-        {
-            warnings.push(w);
-        }
+    if bound.is_none() {
+        warnings.extend(round_trip_warning(&runs, t));
     }
     let (tc, pc) = if name == base || base_tps.is_empty() {
         (None, None)
@@ -346,6 +319,39 @@ pub(super) fn cell(
         // Only a cell at chosen threads is kept out of the decision; the warning says either.
         link_bound: link.filter(|_| chosen),
     })
+}
+
+/// From a cell's runs' recorded load: the runs other processes disturbed (round, their CPU
+/// share) and the server's CPU milliseconds per transaction of each run.
+fn load_figures(runs: &[&Record]) -> (Vec<(u32, f64)>, Vec<f64>) {
+    let mut disturbed = Vec::new();
+    let mut cpu_ms = Vec::new();
+    for &r in runs {
+        let Some(l) = &r.load else { continue };
+        if l.disturbed() {
+            disturbed.push((r.round, l.other_share));
+        }
+        if r.result.transactions > 0 && l.server_cpu_s > 0.0 {
+            cpu_ms.push(l.server_cpu_s * 1000.0 / r.result.transactions as f64);
+        }
+    }
+    (disturbed, cpu_ms)
+}
+
+/// Without the vCPU figures (runs before 2026-12-04): the client's round-trip bound
+/// (bench/network.rs), from the cell's runs.
+fn round_trip_warning(runs: &[&Record], threads: u32) -> Option<String> {
+    let rtts: Vec<f64> = runs.iter().filter_map(|r| r.rtt_us).collect();
+    let qps: Vec<f64> = runs
+        .iter()
+        .filter(|r| r.result.total_time_s > 0.0)
+        .map(|r| r.result.queries.total as f64 / r.result.total_time_s)
+        .collect();
+    if rtts.is_empty() || qps.is_empty() {
+        return None;
+    }
+    let rtt = crate::bench::stats::median(&rtts);
+    crate::bench::network::bound_warning(crate::bench::stats::median(&qps), threads, rtt)
 }
 
 /// The warning of a cell some of whose runs other processes disturbed (round, their CPU share).
