@@ -50,6 +50,120 @@ impl Staleness {
     }
 }
 
+/// A build's staleness judged against the profile it reused: how many of the profile's functions
+/// with counts the compiler dropped, against the threshold, and how many of the profile's hottest
+/// — the one type the run's warning, its stop for retraining and the report's "keeping up with
+/// releases" section all read (stored in profile-reuse.json).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StaleShare {
+    pub variant: String,
+    /// Functions whose code changed so much that the compiler dropped their counts.
+    pub mismatched: u64,
+    /// The profile's functions with non-zero counts (None: the profile tool could not say).
+    pub with_counts: Option<u64>,
+    pub share_pct: f64,
+    pub threshold_pct: f64,
+    /// Of the profile's hottest functions, (how many are stale, how many were looked at): clang's
+    /// profiles; None where the profile tool cannot rank them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot: Option<(u64, u64)>,
+    /// The hottest dropped functions, with the largest count dropped where the compiler says.
+    pub hottest: Vec<(String, Option<u64>)>,
+}
+
+impl StaleShare {
+    /// `stale` against a profile of `with_counts` functions and a threshold in percent.
+    pub fn judge(
+        variant: &str,
+        stale: &Staleness,
+        with_counts: Option<u64>,
+        threshold_pct: f64,
+    ) -> StaleShare {
+        let share_pct = match with_counts {
+            Some(n) if n > 0 => 100.0 * stale.mismatched as f64 / n as f64,
+            // Without the profile's size, any mismatch counts in full.
+            _ if stale.mismatched > 0 => 100.0,
+            _ => 0.0,
+        };
+        StaleShare {
+            variant: variant.to_string(),
+            mismatched: stale.mismatched,
+            with_counts,
+            share_pct,
+            threshold_pct,
+            hot: None,
+            hottest: stale.hottest.clone(),
+        }
+    }
+
+    /// With the profile's hottest functions (`hot`, hottest first): how many of them are stale.
+    pub fn with_hot(mut self, stale: &Staleness, hot: Option<&[String]>) -> StaleShare {
+        self.hot = hot.filter(|h| !h.is_empty()).map(|h| {
+            let names: std::collections::BTreeSet<&str> =
+                stale.names.iter().map(|n| symbol(n)).collect();
+            (
+                h.iter().filter(|n| names.contains(symbol(n))).count() as u64,
+                h.len() as u64,
+            )
+        });
+        self
+    }
+
+    pub fn over(&self) -> bool {
+        self.share_pct >= self.threshold_pct
+    }
+
+    /// The run's words, as it builds: how stale the earlier release's profile is here.
+    pub fn warning(&self) -> String {
+        let of = match self.with_counts {
+            Some(n) => format!(" of the {n} with counts"),
+            None => String::new(),
+        };
+        let hot = match self.hot {
+            Some((stale, of)) => format!(", {stale} of its {of} hottest by block count"),
+            None => String::new(),
+        };
+        format!(
+            "{}: the earlier release's profile is stale for {} function(s){of} ({:.1} %; the \
+             threshold is {} %){hot}",
+            self.variant, self.mismatched, self.share_pct, self.threshold_pct
+        )
+    }
+
+    /// The report's line: the same figures and the hottest functions dropped.
+    pub fn sentence(&self) -> String {
+        let of = match self.with_counts {
+            Some(n) => format!(" of the {n} functions with counts"),
+            None => String::new(),
+        };
+        let hottest: Vec<String> = self
+            .hottest
+            .iter()
+            .map(|(n, c)| match c {
+                Some(c) => format!("{n} (up to {c})"),
+                None => n.clone(),
+            })
+            .collect();
+        let hot = match self.hot {
+            Some((stale, of)) => format!(", {stale} of the profile's {of} hottest by block count"),
+            None => String::new(),
+        };
+        format!(
+            "{}: {} function(s){of} no longer match the profile and were built without it \
+             ({:.1} %; threshold {} %){hot}{}",
+            self.variant,
+            self.mismatched,
+            self.share_pct,
+            self.threshold_pct,
+            if hottest.is_empty() {
+                String::new()
+            } else {
+                format!("; the hottest: {}", hottest.join(", "))
+            }
+        )
+    }
+}
+
 /// One log line's mismatched function and the count dropped, if it is such a line.
 fn mismatch(line: &str) -> Option<(String, Option<u64>)> {
     if let Some(rest) = line.split("(hash mismatch) ").nth(1) {

@@ -197,13 +197,13 @@ fn judge_staleness(
         let Some(stale) = &b.stale else { continue };
         let verdict = reuse.verdict(&v.to_string(), stale, &b.compiler);
         if !verdict.over() {
-            r.info(verdict.sentence());
+            r.info(verdict.warning());
         } else if reuse.stale.retrain {
             return Err(TooStale(verdict).into());
         } else {
             r.warn(format!(
                 "{}; --retrain-if-stale trains this release's own profile instead",
-                verdict.sentence()
+                verdict.warning()
             ));
         }
     }

@@ -42,7 +42,7 @@ impl Reuse {
         variant: &str,
         stale: &crate::builder::staleness::Staleness,
         compiler: &Compiler,
-    ) -> super::stale_check::Verdict {
+    ) -> crate::builder::staleness::StaleShare {
         let profile = crate::builder::ProfileInput::from_path(self.compiler_profile.clone());
         self.facts
             .verdict(&profile, compiler, variant, stale, self.stale)

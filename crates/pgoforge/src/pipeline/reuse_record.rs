@@ -4,14 +4,15 @@
 
 use super::outcome::RunContender;
 use super::profile_from::Reuse;
-use crate::bench::report::reuse::{BoltCoverage, ProfileReuse, StaleBuild};
+use crate::bench::report::reuse::{BoltCoverage, ProfileReuse};
+use crate::builder::staleness::StaleShare;
 
 /// What the report's "keeping up with releases" section shows of a run that reused `reuse`:
 /// each optimized build's staleness (once per build, however many contenders share it) and BOLT's
 /// coverage of each binary it optimized with the reused BOLT profile.
 pub fn reuse_record(reuse: &Reuse, contenders: &[RunContender]) -> ProfileReuse {
     let p = &reuse.provenance;
-    let mut builds: Vec<StaleBuild> = Vec::new();
+    let mut builds: Vec<StaleShare> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for b in contenders.iter().filter_map(|c| c.build.as_ref()) {
         let Some(stale) = b.stale.as_ref() else {
@@ -20,16 +21,7 @@ pub fn reuse_record(reuse: &Reuse, contenders: &[RunContender]) -> ProfileReuse 
         if !seen.insert(b.key.clone()) {
             continue;
         }
-        let v = reuse.verdict(&b.variant, stale, &b.compiler);
-        builds.push(StaleBuild {
-            variant: v.variant,
-            mismatched: v.mismatched,
-            with_counts: v.with_counts,
-            share_pct: v.share_pct,
-            threshold_pct: v.threshold_pct,
-            hot: v.hot.map(|h| (h.stale, h.of)),
-            hottest: stale.hottest.clone(),
-        });
+        builds.push(reuse.verdict(&b.variant, stale, &b.compiler));
     }
     let bolt = if reuse.bolt_profile.is_some() {
         contenders

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::builder::staleness::{symbol, Staleness};
+use crate::builder::staleness::{StaleShare, Staleness};
 use crate::builder::ProfileInput;
 use crate::toolchain::{Compiler, FlagFamily};
 
@@ -30,93 +30,14 @@ impl Default for StalePolicy {
     }
 }
 
-/// One build's staleness against its reused profile.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Verdict {
-    pub variant: String,
-    pub mismatched: u64,
-    /// The profile's functions with non-zero counts (None: the profile tool could not say).
-    pub with_counts: Option<u64>,
-    pub share_pct: f64,
-    pub threshold_pct: f64,
-    /// Of the profile's [`HOT`] hottest functions, how many are among the stale ones (clang's
-    /// profiles; None where the profile tool cannot rank them).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hot: Option<HotStale>,
-}
-
-/// How many of the profile's hottest functions the build found stale.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct HotStale {
-    pub stale: u64,
-    pub of: u64,
-}
-
 /// The hottest functions the staleness report looks at: the ones a training spends its time in.
 pub const HOT: usize = 100;
-
-impl Verdict {
-    pub fn judge(
-        variant: &str,
-        stale: &Staleness,
-        with_counts: Option<u64>,
-        p: StalePolicy,
-    ) -> Verdict {
-        let share_pct = match with_counts {
-            Some(n) if n > 0 => 100.0 * stale.mismatched as f64 / n as f64,
-            // Without the profile's size, any mismatch counts in full.
-            _ if stale.mismatched > 0 => 100.0,
-            _ => 0.0,
-        };
-        Verdict {
-            variant: variant.to_string(),
-            mismatched: stale.mismatched,
-            with_counts,
-            share_pct,
-            threshold_pct: p.threshold_pct,
-            hot: None,
-        }
-    }
-
-    /// With the profile's hottest functions (`hot`, hottest first): how many of them are stale.
-    pub fn with_hot(mut self, stale: &Staleness, hot: Option<&[String]>) -> Verdict {
-        self.hot = hot.filter(|h| !h.is_empty()).map(|h| {
-            let names: std::collections::BTreeSet<&str> =
-                stale.names.iter().map(|n| symbol(n)).collect();
-            HotStale {
-                stale: h.iter().filter(|n| names.contains(symbol(n))).count() as u64,
-                of: h.len() as u64,
-            }
-        });
-        self
-    }
-
-    pub fn over(&self) -> bool {
-        self.share_pct >= self.threshold_pct
-    }
-
-    pub fn sentence(&self) -> String {
-        let of = match self.with_counts {
-            Some(n) => format!(" of the {n} with counts"),
-            None => String::new(),
-        };
-        let hot = match self.hot {
-            Some(h) => format!(", {} of its {} hottest by block count", h.stale, h.of),
-            None => String::new(),
-        };
-        format!(
-            "{}: the earlier release's profile is stale for {} function(s){of} ({:.1} %; the \
-             threshold is {} %){hot}",
-            self.variant, self.mismatched, self.share_pct, self.threshold_pct
-        )
-    }
-}
 
 /// The run stopped after the build because its reused profile is too stale and
 /// `--retrain-if-stale` was given: `run` trains its own and runs again.
 #[derive(Debug, thiserror::Error)]
-#[error("{}: retraining (--retrain-if-stale)", .0.sentence())]
-pub struct TooStale(pub Verdict);
+#[error("{}: retraining (--retrain-if-stale)", .0.warning())]
+pub struct TooStale(pub StaleShare);
 
 /// What a build's staleness is measured against: the reused profile's functions with counts and
 /// its hottest functions. Read once per run however many builds and the report ask (each read is
@@ -147,9 +68,9 @@ impl ProfileFacts {
         variant: &str,
         stale: &Staleness,
         policy: StalePolicy,
-    ) -> Verdict {
+    ) -> StaleShare {
         let (n, hot) = self.get(profile, compiler);
-        Verdict::judge(variant, stale, *n, policy).with_hot(stale, hot.as_deref())
+        StaleShare::judge(variant, stale, *n, policy.threshold_pct).with_hot(stale, hot.as_deref())
     }
 }
 
@@ -196,21 +117,21 @@ mod tests {
     #[test]
     fn the_share_is_of_the_functions_with_counts_and_the_threshold_is_inclusive() {
         let p = StalePolicy::default();
-        let v = Verdict::judge("pgo+lto", &stale(30), Some(9000), p);
+        let v = StaleShare::judge("pgo+lto", &stale(30), Some(9000), p.threshold_pct);
         assert!((v.share_pct - 0.333).abs() < 0.01 && !v.over(), "{v:?}");
         assert!(v
-            .sentence()
+            .warning()
             .contains("30 function(s) of the 9000 with counts (0.3 %"));
-        assert!(Verdict::judge("x", &stale(900), Some(9000), p).over());
+        assert!(StaleShare::judge("x", &stale(900), Some(9000), p.threshold_pct).over());
         // Unknown size: a mismatch counts in full, none is fresh.
-        assert!(Verdict::judge("x", &stale(1), None, p).over());
-        assert!(!Verdict::judge("x", &stale(0), None, p).over());
+        assert!(StaleShare::judge("x", &stale(1), None, p.threshold_pct).over());
+        assert!(!StaleShare::judge("x", &stale(0), None, p.threshold_pct).over());
         // Threshold 0: always.
         let always = StalePolicy {
             threshold_pct: 0.0,
             retrain: true,
         };
-        assert!(Verdict::judge("x", &stale(0), Some(10), always).over());
+        assert!(StaleShare::judge("x", &stale(0), Some(10), always.threshold_pct).over());
     }
 
     #[test]
@@ -232,17 +153,15 @@ mod tests {
         ]
         .map(String::from)
         .into();
-        let v = Verdict::judge("pgo+lto", &st, Some(5000), StalePolicy::default())
-            .with_hot(&st, Some(&hot));
-        assert_eq!(v.hot, Some(HotStale { stale: 2, of: 4 }));
+        let v = StaleShare::judge("pgo+lto", &st, Some(5000), 10.0).with_hot(&st, Some(&hot));
+        assert_eq!(v.hot, Some((2, 4)));
         assert!(
-            v.sentence()
-                .ends_with(", 2 of its 4 hottest by block count"),
+            v.warning().ends_with(", 2 of its 4 hottest by block count"),
             "{}",
-            v.sentence()
+            v.warning()
         );
         // No ranking: nothing said.
-        let none = Verdict::judge("x", &st, Some(5000), StalePolicy::default()).with_hot(&st, None);
+        let none = StaleShare::judge("x", &st, Some(5000), 10.0).with_hot(&st, None);
         assert_eq!(none.hot, None);
     }
 }

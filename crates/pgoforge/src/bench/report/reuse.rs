@@ -3,11 +3,14 @@
 //! of them each optimized build found stale (the compiler's own count), and how much of the
 //! binary BOLT's reused profile still covered. Written into the run directory by the run
 //! (pipeline/stages/bench.rs) so that `pgoforge report` shows it again; plain fields, so the
-//! report depends on no pipeline type.
+//! report depends on no pipeline type (the builds' staleness is
+//! builder/staleness.rs's [`StaleShare`], the one type the run's warning also reads).
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+use crate::builder::staleness::StaleShare;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProfileReuse {
@@ -19,26 +22,10 @@ pub struct ProfileReuse {
     /// The training's phases.
     pub training: Vec<String>,
     /// Each optimized build's staleness against the reused profile.
-    pub builds: Vec<StaleBuild>,
+    pub builds: Vec<StaleShare>,
     /// BOLT's coverage of each binary it optimized with the reused BOLT profile.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bolt: Vec<BoltCoverage>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct StaleBuild {
-    pub variant: String,
-    /// Functions whose code changed so much that the compiler dropped their counts.
-    pub mismatched: u64,
-    /// The profile's functions with non-zero counts (None: the profile tool could not say).
-    pub with_counts: Option<u64>,
-    pub share_pct: f64,
-    pub threshold_pct: f64,
-    /// Of the profile's hottest functions (how many looked at), how many were stale (clang).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hot: Option<(u64, u64)>,
-    /// The hottest dropped functions, with the largest count dropped where the compiler says.
-    pub hottest: Vec<(String, Option<u64>)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -61,7 +48,7 @@ impl ProfileReuse {
 
     /// One line per build and per BOLTed binary, then what to do when it is too stale.
     pub fn lines(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.builds.iter().map(StaleBuild::sentence).collect();
+        let mut v: Vec<String> = self.builds.iter().map(StaleShare::sentence).collect();
         v.extend(
             self.bolt
                 .iter()
@@ -88,40 +75,6 @@ impl ProfileReuse {
     }
 }
 
-impl StaleBuild {
-    pub fn sentence(&self) -> String {
-        let of = match self.with_counts {
-            Some(n) => format!(" of the {n} functions with counts"),
-            None => String::new(),
-        };
-        let hottest: Vec<String> = self
-            .hottest
-            .iter()
-            .map(|(n, c)| match c {
-                Some(c) => format!("{n} (up to {c})"),
-                None => n.clone(),
-            })
-            .collect();
-        let hot = match self.hot {
-            Some((stale, of)) => format!(", {stale} of the profile's {of} hottest by block count"),
-            None => String::new(),
-        };
-        format!(
-            "{}: {} function(s){of} no longer match the profile and were built without it \
-             ({:.1} %; threshold {} %){hot}{}",
-            self.variant,
-            self.mismatched,
-            self.share_pct,
-            self.threshold_pct,
-            if hottest.is_empty() {
-                String::new()
-            } else {
-                format!("; the hottest: {}", hottest.join(", "))
-            }
-        )
-    }
-}
-
 /// Where a run directory keeps it.
 pub fn copy_in_run_dir(run_dir: &Path) -> PathBuf {
     run_dir.join("profile-reuse.json")
@@ -144,7 +97,7 @@ mod tests {
             trained_on: "Debian source package mariadb 1:10.11.18-0+deb12u1".into(),
             compiler_version: "Debian clang version 22.1.8".into(),
             training: vec!["oltp_point_select 60s 4 threads prepared".into()],
-            builds: vec![StaleBuild {
+            builds: vec![StaleShare {
                 variant: "pgo+lto".into(),
                 mismatched: 42,
                 with_counts: Some(5000),
