@@ -598,16 +598,7 @@ fn positive_hours(s: &str) -> Result<f64, String> {
 impl GuardArgs {
     /// Why a benchmark estimated at `seconds` may not start, if it may not.
     pub fn too_long(&self, seconds: u64) -> Option<String> {
-        let limit = self.max_bench_hours * 3600.0;
-        (seconds as f64 > limit).then(|| {
-            format!(
-                "the benchmark would take about {} by the plan's estimate, more than \
-                 --max-bench-hours {} allows; use fewer rounds, thread counts, buffer pools, \
-                 workloads or contenders, or a shorter --time (or raise --max-bench-hours)",
-                pgoforge::infra::time::human(seconds as f64),
-                self.max_bench_hours
-            )
-        })
+        pgoforge::pipeline::plan::choices::too_long(self.max_bench_hours, seconds)
     }
 
     pub fn guard(&self) -> Guard {

@@ -11,6 +11,7 @@ use pgoforge::builder::Variant;
 use pgoforge::events::Reporter;
 use pgoforge::gate::GateMode;
 use pgoforge::infra::time::human;
+use pgoforge::pipeline::plan::choices;
 use pgoforge::pipeline::{self, deps, Env, Outcome, RunPlan, RunRequest};
 use pgoforge::profile::train::{Mix, NamedMix};
 use pgoforge::recipe::Recipe;
@@ -201,35 +202,10 @@ pub struct RunArgs {
 const INTERRUPTED: &str = "\npgoforge run: interrupted. Finished stages are kept (run-state.json, \
 finished builds, benchmark rounds already written); rerun the same command to continue.\n";
 
-fn default_variants(quick: bool, matrix: bool, full: bool) -> Vec<Variant> {
-    let names: &[&str] = if quick {
-        &["pgo"]
-    } else if matrix {
-        &["pgo+lto"]
-    } else if full {
-        &["pgo+lto", "pgo+lto+bolt"]
-    } else {
-        &["pgo+lto+bolt"]
-    };
-    names
-        .iter()
-        .map(|n| n.parse().expect("a valid variant"))
-        .collect()
-}
-
-/// The mixes of `--train-mix` (or of `--matrix`), named; the default ([`MixArgs::default_named`])
-/// when none is given.
+/// The mixes of `--train-mix` (or of `--matrix`), parsed; the default
+/// ([`MixArgs::default_named`]) when none is given.
 fn training_mixes(a: &RunArgs, oltp: &Mix) -> Result<Vec<NamedMix>, String> {
-    let names: Vec<String> = if !a.train_mix.is_empty() {
-        a.train_mix.clone()
-    } else if a.matrix {
-        let mut v: Vec<String> = MATRIX_MIXES.iter().map(|s| s.to_string()).collect();
-        if oltp.replay.is_some() {
-            // Trained on the file given, and on everything together.
-            v.extend(["replay".to_string(), "oltp+tpcc+replay".to_string()]);
-        }
-        v
-    } else {
+    let Some(names) = choices::mix_names(&a.train_mix, a.matrix, oltp.replay.is_some()) else {
         let mut m = a.mix.default_named(a.quick)?;
         m.mix.replay = oltp.replay.clone();
         return Ok(vec![m]);
@@ -239,9 +215,6 @@ fn training_mixes(a: &RunArgs, oltp: &Mix) -> Result<Vec<NamedMix>, String> {
         .map(|n| NamedMix::parse(n, oltp).map_err(|e| format!("--train-mix: {e}")))
         .collect()
 }
-
-/// The training mixes of `--matrix`.
-const MATRIX_MIXES: [&str; 3] = ["oltp", "tpcc", "oltp+tpcc"];
 
 /// Installs (or names) what the run needs and this machine lacks.
 fn ensure_deps(
@@ -356,32 +329,6 @@ fn train_engines(a: &RunArgs) -> Vec<Engine> {
     v
 }
 
-/// Each mix on each training engine: one engine keeps the mixes' names; several make every mix
-/// once per engine, named MIX-ENGINE (a matrix of training engines).
-fn on_train_engines(mixes: Vec<NamedMix>, engines: &[Engine]) -> Vec<NamedMix> {
-    if let [e] = engines {
-        return mixes
-            .into_iter()
-            .map(|mut m| {
-                m.mix.engine = *e;
-                m
-            })
-            .collect();
-    }
-    mixes
-        .iter()
-        .flat_map(|m| {
-            engines.iter().map(move |&e| NamedMix {
-                name: format!("{}-{}", m.name, e.name()),
-                mix: Mix {
-                    engine: e,
-                    ..m.mix.clone()
-                },
-            })
-        })
-        .collect()
-}
-
 /// `--profile-from`: the earlier build's sidecar opened into WORK/reuse/ (a temporary directory
 /// for `--plan`, which writes nothing), checked against this run's compiler.
 fn profile_from(
@@ -434,14 +381,14 @@ pub fn main(a: RunArgs) -> Result<i32> {
         .check_ssh_config(!a.build_hosts.build_host.is_empty());
     let variants = if a.variants.is_empty() {
         // Several training engines are a matrix too: one build per mix, which +bolt is not yet.
-        default_variants(a.quick, a.matrix || train_engines(&a).len() > 1, a.full)
+        choices::default_variants(a.quick, a.matrix || train_engines(&a).len() > 1, a.full)
     } else {
         a.variants.clone()
     };
     let bench = bench_spec(&a);
     let mut mix = a.mix.mix(a.quick).unwrap_or_else(|e| super::usage_error(e));
     mix.replay = bench.replay.clone();
-    let mixes = on_train_engines(
+    let mixes = choices::on_train_engines(
         training_mixes(&a, &mix).unwrap_or_else(|e| super::usage_error(e)),
         &train_engines(&a),
     );
@@ -529,7 +476,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
             pgoforge::infra::time::human(plan.bench_estimate_seconds as f64)
         ),
     );
-    reporter.message("plan", &planned_power(&plan));
+    reporter.message("plan", &choices::planned_power(&plan));
     pgoforge::infra::interrupt::install(Some(INTERRUPTED));
     let (out, rep) = run_or_retrain(plan, reporter.as_ref())?;
     if a.json {
@@ -538,55 +485,6 @@ pub fn main(a: RunArgs) -> Result<i32> {
         print_summary(&out, &rep, t0.elapsed().as_secs_f64());
     }
     Ok(out.status(&rep).code())
-}
-
-/// What the planned benchmark can find, from this host's noise floor when `calibrate` measured
-/// one in the work dir: per workload, the smallest true change reported with 80 % power under the
-/// reports' rule at the planned rounds and comparisons.
-fn planned_power(plan: &RunPlan) -> String {
-    use pgoforge::bench::{calibrate, environment::Host, stats};
-    let req = &plan.request;
-    let comparisons =
-        (plan.contenders.len().saturating_sub(1) + req.outside_count()) * req.bench.cells().len();
-    let floor = calibrate::read(&calibrate::path(&req.work_dir))
-        .ok()
-        .flatten()
-        .filter(|c| c.measured_on(&Host::probe().fingerprint));
-    let Some(cal) = floor else {
-        return "no noise floor measured on this host (`pgoforge calibrate`); the report will state \
-                what this run could detect from its own A/A control"
-            .into();
-    };
-    let rule = stats::Rule::new(comparisons, req.min_effect);
-    let rounds = req.bench.rounds as usize;
-    let workloads: Vec<String> = req.bench.workloads.iter().map(|w| w.to_string()).collect();
-    let cells: Vec<String> = cal
-        .planned_detectable(&workloads, rounds, rule)
-        .into_iter()
-        .map(|(f, d)| {
-            format!(
-                "{} ({:.1}% per round): {}",
-                f.workload,
-                f.sd_log_ratio * 100.0,
-                if d.is_finite() {
-                    format!("{:.1}%", (d - 1.0) * 100.0)
-                } else {
-                    "nothing".into()
-                }
-            )
-        })
-        .collect();
-    format!(
-        "with this host's noise floor, the planned {rounds} rounds over {comparisons} comparisons \
-         find a true change of this size or more 80% of the time (the reports' rule: exact test, \
-         Holm, the {}% minimum): {}",
-        stats::percent_number(rule.min_effect),
-        if cells.is_empty() {
-            "no workload of the floor is planned".into()
-        } else {
-            cells.join("; ")
-        }
-    )
 }
 
 fn print_summary(out: &Outcome, r: &report::Report, total: f64) {

@@ -23,6 +23,7 @@ use crate::recipe::Recipe;
 use crate::server::ServerConfig;
 use crate::toolchain::{Bolt, Compiler};
 
+pub mod choices;
 mod validate;
 use validate::check;
 pub use validate::PlanError;
