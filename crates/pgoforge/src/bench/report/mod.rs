@@ -838,11 +838,16 @@ mod tests {
             "{}",
             read_only[2]
         );
-        assert!(read_only[3].ends_with("n.s. (h)"), "{}", read_only[3]);
+        // +1.1 % [+0.7, +1.4]: significant after Holm, below the 2 % minimum — not "n.s.".
+        assert!(read_only[3].ends_with("below min. (h)"), "{}", read_only[3]);
         assert!(read_only[4].ends_with("REGRESSION"), "{}", read_only[4]);
         assert!(t.rows[1][2].ends_with("REGRESSION (h)"), "{}", t.rows[1][2]);
         let lead = crate::bench::export::matrix::lead(&r);
         assert!(lead.contains("all 6 comparisons"), "{lead}");
+        assert!(
+            lead.contains("below min.: significant but below the minimum change"),
+            "{lead}"
+        );
         assert!(
             lead.contains(
                 "Regressions: pgo@oltp tpcc at 4 threads; lto oltp_read_only at 4 threads."
