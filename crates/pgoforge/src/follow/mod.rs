@@ -224,16 +224,19 @@ fn steps(req: &FollowRequest, last: &Last, st: &mut Status) -> Result<()> {
     Ok(())
 }
 
-/// The contender that stands for the published build in the new run: the same variant, BOLTed
-/// when the published one was (its unBOLTed build when BOLT failed this time).
+/// The contender that stands for the published build in the new run: the same variant (a
+/// bolt-ready build is recorded with its `+bolt`, the name of its BOLTed contender; packaged
+/// unBOLTed, it is the contender without), or its unBOLTed build when BOLT failed this time.
 fn candidate(last: &Last, out: &crate::pipeline::Outcome) -> Result<String> {
-    let plain = last.record.variant.clone();
-    let want = if last.record.bolted {
-        format!("{plain}+bolt")
+    let recorded = last.record.variant.clone();
+    let unbolted = recorded.replace("+bolt", "");
+    // A bolt-ready build packaged as linked is the unBOLTed contender.
+    let order = if last.record.bolted {
+        [recorded, unbolted]
     } else {
-        plain.clone()
+        [unbolted, recorded]
     };
-    [want, plain]
+    order
         .into_iter()
         .find(|n| {
             out.contenders
@@ -267,7 +270,7 @@ fn run(
         .arg(&last.recipe_file)
         .args(["--source-version", version])
         .args(["--compiler", &last.record.toolchain.compiler])
-        .args(["--variants", &variant(&last.record)])
+        .args(["--variants", &last.record.variant])
         .arg("--profile-from")
         .arg(&last.sidecar)
         .args(["--retrain-if-stale", "--no-package", "--allow-noisy"])
@@ -299,14 +302,6 @@ fn run(
         .then(|| crate::pipeline::Outcome::load(work))
         .transpose()?;
     Ok((code, outcome))
-}
-
-fn variant(r: &sidecar::RebuildRecord) -> String {
-    if r.bolted {
-        format!("{}+bolt", r.variant)
-    } else {
-        r.variant.clone()
-    }
 }
 
 /// `pgoforge package CANDIDATE` in the run's work dir: the tarball (and its sidecar beside it).
