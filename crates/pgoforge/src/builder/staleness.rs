@@ -29,25 +29,28 @@ pub fn symbol(name: &str) -> &str {
 
 impl Staleness {
     pub fn sentence(&self) -> String {
-        let names: Vec<String> = self
-            .hottest
-            .iter()
-            .map(|(n, c)| match c {
-                Some(c) => format!("{n} (up to {c})"),
-                None => n.clone(),
-            })
-            .collect();
         format!(
             "{} function(s) no longer match their profile and were built without it (the \
              profile is stale: trained on other source or flags){}",
             self.mismatched,
-            if names.is_empty() {
-                String::new()
-            } else {
-                format!("; the hottest: {}", names.join(", "))
-            }
+            hottest_clause(&self.hottest)
         )
     }
+}
+
+/// `; the hottest: open_table (up to 65100000), free_root` — nothing when there are none.
+fn hottest_clause(hottest: &[(String, Option<u64>)]) -> String {
+    if hottest.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = hottest
+        .iter()
+        .map(|(n, c)| match c {
+            Some(c) => format!("{n} (up to {c})"),
+            None => n.clone(),
+        })
+        .collect();
+    format!("; the hottest: {}", names.join(", "))
 }
 
 /// A build's staleness judged against the profile it reused: how many of the profile's functions
@@ -136,14 +139,6 @@ impl StaleShare {
             Some(n) => format!(" of the {n} functions with counts"),
             None => String::new(),
         };
-        let hottest: Vec<String> = self
-            .hottest
-            .iter()
-            .map(|(n, c)| match c {
-                Some(c) => format!("{n} (up to {c})"),
-                None => n.clone(),
-            })
-            .collect();
         let hot = match self.hot {
             Some((stale, of)) => format!(", {stale} of the profile's {of} hottest by block count"),
             None => String::new(),
@@ -155,11 +150,7 @@ impl StaleShare {
             self.mismatched,
             self.share_pct,
             self.threshold_pct,
-            if hottest.is_empty() {
-                String::new()
-            } else {
-                format!("; the hottest: {}", hottest.join(", "))
-            }
+            hottest_clause(&self.hottest)
         )
     }
 }

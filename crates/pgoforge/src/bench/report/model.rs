@@ -342,16 +342,20 @@ fn load_figures(runs: &[&Record]) -> (Vec<(u32, f64)>, Vec<f64>) {
 /// (bench/network.rs), from the cell's runs.
 fn round_trip_warning(runs: &[&Record], threads: u32) -> Option<String> {
     let rtts: Vec<f64> = runs.iter().filter_map(|r| r.rtt_us).collect();
-    let qps: Vec<f64> = runs
-        .iter()
-        .filter(|r| r.result.total_time_s > 0.0)
-        .map(|r| r.result.queries.total as f64 / r.result.total_time_s)
-        .collect();
+    let qps = queries_per_second(runs);
     if rtts.is_empty() || qps.is_empty() {
         return None;
     }
     let rtt = crate::bench::stats::median(&rtts);
     crate::bench::network::bound_warning(crate::bench::stats::median(&qps), threads, rtt)
+}
+
+/// Each run's statements per second (runs with a measured duration).
+fn queries_per_second(runs: &[&Record]) -> Vec<f64> {
+    runs.iter()
+        .filter(|r| r.result.total_time_s > 0.0)
+        .map(|r| r.result.queries.total as f64 / r.result.total_time_s)
+        .collect()
 }
 
 /// The warning of a cell some of whose runs other processes disturbed (round, their CPU share).
@@ -384,11 +388,7 @@ fn link_bound(records: &[Record], name: &str, w: TestName, t: u32, chosen: bool)
         .filter_map(|r| r.load.as_ref()?.server_share())
         .collect();
     let rtt: Vec<f64> = runs.iter().filter_map(|r| r.rtt_us).collect();
-    let qps: Vec<f64> = runs
-        .iter()
-        .filter(|r| r.result.total_time_s > 0.0)
-        .map(|r| r.result.queries.total as f64 / r.result.total_time_s)
-        .collect();
+    let qps = queries_per_second(&runs);
     if busy.is_empty() || rtt.is_empty() || qps.is_empty() {
         return None;
     }
