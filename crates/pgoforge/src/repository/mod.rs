@@ -247,10 +247,18 @@ fn deb_of(input: &Path, scratch: &Path) -> Result<PathBuf> {
     Ok(input.to_path_buf())
 }
 
+/// An input whose file is in the pool already (the same bytes): nothing added.
+const ALREADY: &str = "already published";
+
+/// The Debian version of the server a pgoforge .deb fits (`1:10.11.18-0+deb12u1` of
+/// `1:10.11.18-0+deb12u1+pgoforge.2+…`); another package's version as it is.
+fn fits_of(version: &str) -> &str {
+    build_number(version).map_or(version, |(f, ..)| f)
+}
+
 /// Puts one .deb into the pool (renumbered when it would not sort above an earlier build of
 /// its release); what became of it.
-fn add(repo: &Path, deb: &Path, scratch: &Path) -> Result<Entry> {
-    let c = control(deb)?;
+fn add(repo: &Path, deb: &Path, c: Control, scratch: &Path) -> Result<Entry> {
     let sha = sha256_file(deb)?;
     let earlier = published(repo, &c.package)?;
     if let Some((p, e)) = earlier
@@ -263,7 +271,7 @@ fn add(repo: &Path, deb: &Path, scratch: &Path) -> Result<Entry> {
             architecture: e.architecture.clone(),
             file: p.strip_prefix(repo)?.to_path_buf(),
             sha256: sha,
-            outcome: "already published".into(),
+            outcome: ALREADY.into(),
         });
     }
     let (c, from, sha) = match renumbered(&c, &earlier)? {
@@ -377,9 +385,8 @@ const CODENAMES: [(u32, &str); 5] = [
 
 /// A package built for one Debian release published into a suite named for another is refused:
 /// hosts of that release would install a server linked against libraries they lack.
-fn check_release(deb: &Path, input: &Path, suite: &str) -> Result<()> {
-    let c = control(deb)?;
-    let fits = build_number(&c.version).map_or(c.version.as_str(), |(f, ..)| f);
+fn check_release(c: &Control, input: &Path, suite: &str) -> Result<()> {
+    let fits = fits_of(&c.version);
     let suite_release = CODENAMES
         .iter()
         .map(|(_, n)| *n)
@@ -437,15 +444,32 @@ pub fn publish(req: &PublishRequest) -> Result<Published> {
         .prefix(".publish-")
         .tempdir_in(&repo)?;
     let mut added = Vec::new();
-    let entries = add_all(&repo, req, scratch.path(), &mut added);
-    // A publish that fails leaves the repository as it was: the files it put into the pool go.
-    let done = entries.and_then(|e| finish(&repo, req, &key, e));
-    if done.is_err() {
-        for f in &added {
-            let _ = fs::remove_file(f);
+    let signed = add_all(&repo, req, scratch.path(), &mut added).and_then(|e| {
+        write_key(&repo, &key)?;
+        sign_indices(&repo, req.suite, &key)?;
+        Ok(e)
+    });
+    // A publish that fails before the new index is signed leaves the repository as it was: the
+    // files it put into the pool go. After that the index lists them, and they stay.
+    let entries = match signed {
+        Ok(e) => e,
+        Err(e) => {
+            for f in &added {
+                let _ = fs::remove_file(f);
+            }
+            return Err(e);
         }
-    }
-    done
+    };
+    record_builds(&repo, &entries).context(
+        "the packages are published, but their profiles were not recorded: publish the same \
+         files again to record them",
+    )?;
+    Ok(summary(
+        repo,
+        req,
+        &key,
+        entries.into_iter().map(|(e, _)| e).collect(),
+    ))
 }
 
 /// Every input into the pool, checked against the suite's Debian release; the pool files this
@@ -459,9 +483,10 @@ fn add_all(
     let mut entries = Vec::new();
     for input in req.inputs {
         let deb = deb_of(input, scratch)?;
-        check_release(&deb, input, req.suite)?;
-        let e = add(repo, &deb, scratch)?;
-        if e.outcome != "already published" {
+        let c = control(&deb)?;
+        check_release(&c, input, req.suite)?;
+        let e = add(repo, &deb, c, scratch)?;
+        if e.outcome != ALREADY {
             added.push(repo.join(&e.file));
         }
         let sidecar = input
@@ -474,15 +499,17 @@ fn add_all(
     Ok(entries)
 }
 
-/// The indices signed, the key published, each build and its profiles recorded.
-fn finish(
-    repo: &Path,
-    req: &PublishRequest,
-    key: &key::SigningKey,
-    entries: Vec<(Entry, Option<PathBuf>)>,
-) -> Result<Published> {
-    let repo = repo.to_path_buf();
-    let archs = architectures(&repo)?;
+/// The public key at the repository's root, for hosts to fetch and check.
+fn write_key(repo: &Path, key: &key::SigningKey) -> Result<()> {
+    let tmp = repo.join(format!(".{KEY_FILE}.tmp"));
+    fs::write(&tmp, key.export()?)?;
+    fs::rename(&tmp, repo.join(KEY_FILE))?;
+    Ok(())
+}
+
+/// The suite's indices over the whole pool, signed.
+fn sign_indices(repo: &Path, suite: &str, key: &key::SigningKey) -> Result<()> {
+    let archs = architectures(repo)?;
     if archs.is_empty() {
         bail!(
             "{} holds no .deb under pool/ after publishing",
@@ -490,39 +517,47 @@ fn finish(
         );
     }
     index::write(
-        &repo,
+        repo,
         &index::SuiteInfo {
-            suite: req.suite,
+            suite,
             architectures: &archs,
             description: "MariaDB optimized by pgoforge (profile-guided builds of Debian's source)",
         },
         key,
-    )?;
-    for (e, sidecar) in &entries {
-        let fits = build_number(&e.version).map_or(e.version.as_str(), |(f, ..)| f);
+    )
+}
+
+/// Each published build and its profiles (the tarball's sidecar), in `profiles/`.
+fn record_builds(repo: &Path, entries: &[(Entry, Option<PathBuf>)]) -> Result<()> {
+    for (e, sidecar) in entries {
         let stem = e.file.file_stem().unwrap_or_default().to_string_lossy();
         published::record(
-            &repo,
+            repo,
             &published::Build {
                 package: e.package.clone(),
                 version: e.version.clone(),
-                fits: fits.to_string(),
+                fits: fits_of(&e.version).to_string(),
                 sidecar: sidecar.as_ref().map(|_| format!("{stem}.rebuild.tar.zst")),
             },
             sidecar.as_deref(),
         )?;
     }
-    let entries: Vec<Entry> = entries.into_iter().map(|(e, _)| e).collect();
-    let key_path = repo.join(KEY_FILE);
-    let tmp = repo.join(format!(".{KEY_FILE}.tmp"));
-    fs::write(&tmp, key.export()?)?;
-    fs::rename(&tmp, &key_path)?;
+    Ok(())
+}
+
+/// What was published and the lines a host adds.
+fn summary(
+    repo: PathBuf,
+    req: &PublishRequest,
+    key: &key::SigningKey,
+    entries: Vec<Entry>,
+) -> Published {
     let url = req
         .url
         .map(|u| u.trim_end_matches('/').to_string())
         .unwrap_or_else(|| format!("file://{}", repo.display()));
     let keyring = format!("/etc/apt/keyrings/{KEY_FILE}");
-    Ok(Published {
+    Published {
         sources_line: format!(
             "deb [signed-by={keyring}] {url} {} {}",
             req.suite,
@@ -540,7 +575,7 @@ fn finish(
         key_home: key.home.clone(),
         key_made: key.made,
         entries,
-    })
+    }
 }
 
 #[cfg(test)]
