@@ -172,19 +172,20 @@ fn steps(req: &FollowRequest, last: &Last, st: &mut Status) -> Result<()> {
         }
         .into());
     }
-    let Some(out) = out.filter(|_| code != ExitStatus::GateStopped.code()) else {
-        st.outcome = if code == ExitStatus::GateStopped.code() {
-            Outcome::Held
+    let gate_stopped = code == ExitStatus::GateStopped.code();
+    let Some(out) = out.filter(|_| !gate_stopped) else {
+        let (outcome, what) = if gate_stopped {
+            (
+                Outcome::Held,
+                "stopped at the gate: the new build computes differently from the baseline",
+            )
         } else {
-            Outcome::Failed
+            (Outcome::Failed, "failed")
         };
+        st.outcome = outcome;
         st.message = format!(
-            "{newest}: the run {} (exit {code}; its log is above, its work dir {}); nothing published",
-            if code == ExitStatus::GateStopped.code() {
-                "stopped at the gate: the new build computes differently from the baseline"
-            } else {
-                "failed"
-            },
+            "{newest}: the run {what} (exit {code}; its log is above, its work dir {}); nothing \
+             published",
             run_work.display()
         );
         return Ok(());
