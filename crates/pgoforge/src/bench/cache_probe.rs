@@ -36,7 +36,10 @@ impl CacheProbe {
     pub fn run() -> Option<CacheProbe> {
         let load_ns = LOAD_KIB
             .iter()
-            .map(|&k| (k, best_of_3(|| load_chain(k as usize * 1024))))
+            .map(|&k| {
+                let chain = LoadChain::new(k as usize * 1024);
+                (k, best_of_3(|| chain.time()))
+            })
             .collect();
         let mut jump_ns = Vec::new();
         for &k in &JUMP_KIB {
@@ -68,7 +71,7 @@ fn size(kib: u32) -> String {
     }
 }
 
-fn best_of_3(mut f: impl FnMut() -> f64) -> f64 {
+fn best_of_3(f: impl Fn() -> f64) -> f64 {
     (0..3).map(|_| f()).fold(f64::INFINITY, f64::min)
 }
 
@@ -91,28 +94,41 @@ fn cycle(n: usize) -> Vec<usize> {
     next
 }
 
-/// ns per dependent load through `bytes` of cache lines in a random cyclic order.
-fn load_chain(bytes: usize) -> f64 {
-    let n = (bytes / LINE).max(2);
-    let next = cycle(n);
-    // One index per cache line, at the line's start.
-    let stride = LINE / std::mem::size_of::<usize>();
-    let mut mem = vec![0usize; n * stride];
-    for (i, &j) in next.iter().enumerate() {
-        mem[i * stride] = j * stride;
+/// `bytes` of cache lines linked in a random cyclic order, one index at each line's start: made
+/// once per footprint, timed three times.
+struct LoadChain {
+    mem: Vec<usize>,
+    lines: usize,
+}
+
+impl LoadChain {
+    fn new(bytes: usize) -> LoadChain {
+        let lines = (bytes / LINE).max(2);
+        let next = cycle(lines);
+        let stride = LINE / std::mem::size_of::<usize>();
+        let mut mem = vec![0usize; lines * stride];
+        for (i, &j) in next.iter().enumerate() {
+            mem[i * stride] = j * stride;
+        }
+        LoadChain { mem, lines }
     }
-    let mut at = 0;
-    // Warm the chain once (page faults, the first touch) before timing.
-    for _ in 0..n.min(STEPS) {
-        at = mem[at];
+
+    /// ns per dependent load, over [`STEPS`] loads after one warming pass (page faults, the
+    /// first touch).
+    fn time(&self) -> f64 {
+        let mem = &self.mem;
+        let mut at = 0;
+        for _ in 0..self.lines.min(STEPS) {
+            at = mem[at];
+        }
+        let t = Instant::now();
+        for _ in 0..STEPS {
+            at = mem[at];
+        }
+        let ns = t.elapsed().as_nanos() as f64 / STEPS as f64;
+        std::hint::black_box(at);
+        ns
     }
-    let t = Instant::now();
-    for _ in 0..STEPS {
-        at = mem[at];
-    }
-    let ns = t.elapsed().as_nanos() as f64 / STEPS as f64;
-    std::hint::black_box(at);
-    ns
 }
 
 /// Executable memory holding one cycle of `jmp` instructions through 64-byte slots, ending in a
