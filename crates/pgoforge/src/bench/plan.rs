@@ -260,6 +260,12 @@ mod tests {
     use super::*;
     use oltp::settings::TestName;
 
+    #[test]
+    fn every_benchmark_draws_its_own_seed() {
+        // Different seeds give different round orders (crates/stats' order tests).
+        assert!(fresh_seed() != fresh_seed());
+    }
+
     fn plan_of(contenders: Vec<Contender>) -> BenchPlan {
         BenchPlan {
             contenders,

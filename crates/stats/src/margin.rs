@@ -102,7 +102,7 @@ impl Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::stats::{compare, Better};
+    use crate::{compare, Better};
 
     type Rounds = Vec<(u32, f64)>;
 
@@ -131,10 +131,7 @@ mod tests {
         let wide: Vec<f64> = w.iter().map(|x| x * 30.0).collect();
         let (b, v) = rounds(1.0, &wide);
         let c = compare(&b, &v, Better::Higher);
-        assert_eq!(
-            c.verdict,
-            crate::bench::stats::Verdict::NoSignificantDifference
-        );
+        assert_eq!(c.verdict, crate::Verdict::NoSignificantDifference);
         let t = c.non_inferiority(0.03).unwrap();
         assert!(!t.not_slower(), "{t:?}");
         assert!(

@@ -156,7 +156,7 @@ pub fn paired_log_ratios(baseline: &[(u32, f64)], variant: &[(u32, f64)]) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::stats::power::rounds_needed;
+    use crate::power::rounds_needed;
 
     #[test]
     fn sign_flip_and_holm_known_answers() {

@@ -14,6 +14,7 @@
 mod describe;
 mod dist;
 mod margin;
+pub mod order;
 mod paired;
 pub mod pool;
 pub mod position;
@@ -477,7 +478,7 @@ mod tests {
         shared_sd: f64,
         run_sd: f64,
         step: bool,
-        scheme: crate::bench::order::OrderScheme,
+        scheme: crate::order::OrderScheme,
     }
 
     impl Sim {
@@ -487,7 +488,7 @@ mod tests {
                 shared_sd: 0.06,
                 run_sd: 0.025,
                 step: true,
-                scheme: crate::bench::order::OrderScheme::Balanced,
+                scheme: crate::order::OrderScheme::Balanced,
             }
         }
 
@@ -497,7 +498,7 @@ mod tests {
                 shared_sd: 0.02,
                 run_sd: 0.10,
                 step: false,
-                scheme: crate::bench::order::OrderScheme::Williams,
+                scheme: crate::order::OrderScheme::Williams,
             }
         }
 
@@ -518,7 +519,7 @@ mod tests {
                 if self.step && r >= step_at {
                     state *= 0.75;
                 }
-                let order = crate::bench::order::round_order(n, r, 7, self.scheme);
+                let order = crate::order::round_order(n, r, 7, self.scheme);
                 for (pos, &c) in order.iter().enumerate() {
                     let mut noise = (self.run_sd * self.gauss()).exp();
                     if self.rng.uniform(0, 19) == 0 {

@@ -253,7 +253,7 @@ pub fn rounds_needed(comparisons: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::stats::SignFlip;
+    use crate::SignFlip;
 
     #[test]
     fn the_counts_are_the_sign_flip_tests() {
