@@ -24,9 +24,11 @@ use crate::server::ServerConfig;
 use crate::toolchain::{Bolt, Compiler};
 
 pub mod choices;
+mod env;
 mod validate;
-use validate::check;
+pub use env::Env;
 pub use validate::PlanError;
+use validate::{at_cpu_level, check, check_outside, check_sweep};
 
 /// Buffer pool of servers run under valgrind: a large pool's start-up costs minutes there and
 /// the cachegrind dataset (1 table of 10 000 rows) needs little.
@@ -117,23 +119,6 @@ pub struct RunRequest {
     /// plan's JSON when not given, so other runs keep their benchmark's key.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sweep_buffer_pool_mb: Vec<u64>,
-}
-
-/// What the machine has, found before planning.
-#[derive(Clone, Debug, Default)]
-pub struct Env {
-    pub bolt: Option<Bolt>,
-    /// A build cluster (sccache-dist), as the machine's sccache configuration names it.
-    pub cluster: ClusterState,
-}
-
-impl Env {
-    pub fn probe() -> Env {
-        Env {
-            bolt: Bolt::find(),
-            cluster: crate::builder::cluster::probe(),
-        }
-    }
 }
 
 /// Where a build's compiler profile comes from.
@@ -405,25 +390,6 @@ impl RunPlan {
     }
 }
 
-/// The variants built for `level` (`--cpu-level`): each takes the level into its name
-/// (`pgo+lto+v3`), so what a contender was compiled for is never hidden; a variant that names
-/// another level already is refused.
-fn at_cpu_level(variants: &[Variant], level: Option<CpuLevel>) -> Result<Vec<Variant>, PlanError> {
-    let Some(level) = level else {
-        return Ok(variants.to_vec());
-    };
-    variants
-        .iter()
-        .map(|&v| {
-            let codegen = v
-                .codegen
-                .at_level(level)
-                .map_err(|reason| PlanError::CpuLevel { variant: v, reason })?;
-            Ok(Variant { codegen, ..v })
-        })
-        .collect()
-}
-
 /// Where the variants' profiles come from: none needed, the user's (`--profile`), or trained.
 fn profile_source(req: &RunRequest) -> ProfileFrom {
     if !req.variants.iter().any(Variant::needs_profile) {
@@ -568,50 +534,6 @@ impl Planned {
         }
         self.contender(v.to_string(), v, true);
         self.stages.push(StageId::Bolt(v.to_string()));
-    }
-}
-
-/// The servers the run did not build (`--binary`): names not taken, binaries that exist.
-fn check_outside(req: &RunRequest, contenders: &[PlannedContender]) -> Result<()> {
-    if req.distro.is_some() {
-        let name = crate::source::distro::NAME;
-        if contenders.iter().any(|c| c.name == name) || req.outside.iter().any(|o| o.name == name) {
-            return Err(PlanError::NameTaken(name.into()).into());
-        }
-    }
-    for o in &req.outside {
-        let control = req.aa && o.name == crate::bench::plan::AA_CONTROL;
-        if o.name == "baseline" || control || contenders.iter().any(|c| c.name == o.name) {
-            return Err(PlanError::NameTaken(o.name.clone()).into());
-        }
-        if !o.binary.is_file() {
-            return Err(PlanError::NoSuchBinary {
-                name: o.name.clone(),
-                path: o.binary.clone(),
-            }
-            .into());
-        }
-    }
-    Ok(())
-}
-
-/// A buffer-pool sweep the run can make: not in a matrix (whose contenders are already named
-/// by their training mix), each size once, and no contender named like another pool's.
-fn check_sweep(req: &RunRequest, contenders: &[PlannedContender]) -> Result<()> {
-    if req.sweep_buffer_pool_mb.is_empty() {
-        return Ok(());
-    }
-    if req.is_matrix() {
-        return Err(PlanError::SweepInMatrix.into());
-    }
-    let outside = req.outside_names();
-    let names = contenders
-        .iter()
-        .map(|c| c.name.as_str())
-        .chain(outside.iter().map(String::as_str));
-    match crate::bench::plan::sweep_refusal(names, &req.sweep_buffer_pool_mb) {
-        Some(e) => Err(PlanError::Sweep(e).into()),
-        None => Ok(()),
     }
 }
 

@@ -3,7 +3,8 @@
 
 use std::path::PathBuf;
 
-use super::{Env, RunRequest};
+use super::{Env, PlannedContender, RunRequest};
+use crate::builder::codegen::CpuLevel;
 use crate::builder::{PgoPhase, Variant};
 use crate::gate::GateMode;
 
@@ -135,4 +136,75 @@ pub(super) fn check(req: &RunRequest, env: &Env) -> Result<(), PlanError> {
         }
     }
     Ok(())
+}
+
+/// The variants built for `level` (`--cpu-level`): each takes the level into its name
+/// (`pgo+lto+v3`), so what a contender was compiled for is never hidden; a variant that names
+/// another level already is refused.
+pub(super) fn at_cpu_level(
+    variants: &[Variant],
+    level: Option<CpuLevel>,
+) -> Result<Vec<Variant>, PlanError> {
+    let Some(level) = level else {
+        return Ok(variants.to_vec());
+    };
+    variants
+        .iter()
+        .map(|&v| {
+            let codegen = v
+                .codegen
+                .at_level(level)
+                .map_err(|reason| PlanError::CpuLevel { variant: v, reason })?;
+            Ok(Variant { codegen, ..v })
+        })
+        .collect()
+}
+
+/// The servers the run did not build (`--binary`): names not taken, binaries that exist.
+pub(super) fn check_outside(
+    req: &RunRequest,
+    contenders: &[PlannedContender],
+) -> Result<(), PlanError> {
+    if req.distro.is_some() {
+        let name = crate::source::distro::NAME;
+        if contenders.iter().any(|c| c.name == name) || req.outside.iter().any(|o| o.name == name) {
+            return Err(PlanError::NameTaken(name.into()));
+        }
+    }
+    for o in &req.outside {
+        let control = req.aa && o.name == crate::bench::plan::AA_CONTROL;
+        if o.name == "baseline" || control || contenders.iter().any(|c| c.name == o.name) {
+            return Err(PlanError::NameTaken(o.name.clone()));
+        }
+        if !o.binary.is_file() {
+            return Err(PlanError::NoSuchBinary {
+                name: o.name.clone(),
+                path: o.binary.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A buffer-pool sweep the run can make: not in a matrix (whose contenders are already named
+/// by their training mix), each size once, and no contender named like another pool's.
+pub(super) fn check_sweep(
+    req: &RunRequest,
+    contenders: &[PlannedContender],
+) -> Result<(), PlanError> {
+    if req.sweep_buffer_pool_mb.is_empty() {
+        return Ok(());
+    }
+    if req.is_matrix() {
+        return Err(PlanError::SweepInMatrix);
+    }
+    let outside = req.outside_names();
+    let names = contenders
+        .iter()
+        .map(|c| c.name.as_str())
+        .chain(outside.iter().map(String::as_str));
+    match crate::bench::plan::sweep_refusal(names, &req.sweep_buffer_pool_mb) {
+        Some(e) => Err(PlanError::Sweep(e)),
+        None => Ok(()),
+    }
 }
