@@ -54,6 +54,23 @@ fn committed_reports_regenerate_identically_from_their_results() {
         assert_eq!(html.matches("<tr>").count(), md_rows, "{}", dir.display());
         assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
         assert!(html.contains("<svg"), "charts in {}", dir.display());
+        // The first screen is the answer: the gain chart right under the title, before any
+        // table, and the method folded below the headline's table.
+        let first_svg = html.find("<svg").unwrap();
+        assert!(
+            html[..first_svg].ends_with("</h1>") && html.contains("per cell with its 95% interval"),
+            "the gain chart opens {}",
+            dir.display()
+        );
+        let method = html.find("<details class='method'>").unwrap();
+        if r.headline.is_some() {
+            assert!(
+                html.find("<table").unwrap() < method,
+                "the headline's table before the method in {}",
+                dir.display()
+            );
+        }
+        assert!(!html[..method].contains("Method: paired by round"));
     }
 }
 

@@ -191,11 +191,12 @@ pub fn warnings(r: &Report) -> Vec<String> {
         .collect()
 }
 
-/// The document's sections in the order they appear; each gives the blocks it has for a report
-/// (none when the report has nothing of its kind). A new section is one function and one entry.
-const SECTIONS: &[fn(&Report) -> Vec<Block>] = &[
-    title,
-    headline,
+/// The document's sections in the order they appear, in three parts: the answer (title and
+/// headline), how it was measured (set-up, method, noise), and the findings; each section gives
+/// the blocks it has for a report (none when the report has nothing of its kind). A new section is
+/// one function and one entry. The HTML report folds the second part under the first.
+pub const ANSWER: &[fn(&Report) -> Vec<Block>] = &[title, headline];
+pub const METHOD: &[fn(&Report) -> Vec<Block>] = &[
     setup,
     method,
     adaptive_rounds,
@@ -205,6 +206,8 @@ const SECTIONS: &[fn(&Report) -> Vec<Block>] = &[
     network,
     client_threads,
     noise_floor,
+];
+pub const FINDINGS: &[fn(&Report) -> Vec<Block>] = &[
     decision,
     profile_reuse,
     gate,
@@ -222,8 +225,16 @@ const SECTIONS: &[fn(&Report) -> Vec<Block>] = &[
     label,
 ];
 
+/// The blocks of one part of the document.
+pub fn part(r: &Report, sections: &[fn(&Report) -> Vec<Block>]) -> Vec<Block> {
+    sections.iter().flat_map(|section| section(r)).collect()
+}
+
 pub fn document(r: &Report) -> Vec<Block> {
-    SECTIONS.iter().flat_map(|section| section(r)).collect()
+    [ANSWER, METHOD, FINDINGS]
+        .iter()
+        .flat_map(|sections| part(r, sections))
+        .collect()
 }
 
 fn title(r: &Report) -> Vec<Block> {

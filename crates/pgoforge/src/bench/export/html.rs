@@ -1,37 +1,16 @@
-//! One self-contained HTML report (report.html) with SVG charts (no scripts, no network): the
-//! document's tables and notes, throughput with CI bars per contender and workload, thread
-//! scaling, a sweep's gain by threads per buffer pool, and p95 latency.
+//! One self-contained HTML report (report.html) with SVG charts (no scripts, no network): it
+//! opens with the gain chart (gain_chart.rs) and the headline's table, folds the set-up, method
+//! and noise paragraphs, then the findings, every round per cell, thread scaling, a sweep's gain
+//! by threads per buffer pool, and p95 latency.
 
 use std::fmt::Write;
 
 use anyhow::Result;
 
-use super::document::{document, Block, Table};
+use super::document::{part, Block, Table, ANSWER, FINDINGS, METHOD};
+use super::svg::{esc, groups, nice_step, tick, COLORS};
 use super::Exporter;
 use crate::bench::report::{Cell, Report};
-
-const COLORS: [&str; 6] = [
-    "#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860",
-];
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-/// The (workload, threads) cells of the report, sorted, each once.
-fn groups(r: &Report) -> Vec<(String, u32)> {
-    let mut g: Vec<(String, u32)> = r
-        .cells
-        .iter()
-        .map(|c| (c.workload.clone(), c.threads))
-        .collect();
-    g.sort();
-    g.dedup();
-    g
-}
 
 /// One contender's points in a strip chart: its index, every round's ratio, and the estimate
 /// with its interval.
@@ -309,30 +288,6 @@ fn table(t: &Table) -> String {
     s + "</table>"
 }
 
-/// Axis labels with as many decimals as the step between ticks needs (a 0.25 step needs two,
-/// so 0.5-steps never read "2, 2, 1, 1, 0").
-fn tick(v: f64, step: f64) -> String {
-    let decimals = if step.fract().abs() < 1e-9 {
-        0
-    } else {
-        (-step.log10()).ceil().max(0.0) as usize + 1
-    };
-    format!("{v:.decimals$}")
-}
-
-/// A round step (1, 2, 2.5 or 5 times a power of ten) at least `raw`.
-fn nice_step(raw: f64) -> f64 {
-    if raw <= 0.0 || !raw.is_finite() {
-        return 1.0;
-    }
-    let p = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 2.5, 5.0, 10.0]
-        .iter()
-        .map(|m| m * p)
-        .find(|s| *s >= raw * (1.0 - 1e-9))
-        .unwrap_or(10.0 * p)
-}
-
 /// Small multiples, one per workload and thread count: every round's ratio contender / baseline
 /// (paired, same round) as a point, the estimate as a bar mark and its 95% interval as a line.
 fn strips(r: &Report) -> String {
@@ -471,37 +426,35 @@ impl Exporter for Html {
     }
 }
 
-/// The HTML report: the document's blocks as HTML, then the charts.
+/// The HTML report: the answer first (the title, the gain chart, the headline's table), how it
+/// was measured folded under it, the findings, then the other charts.
 pub fn html(r: &Report) -> String {
-    let mut o = String::from("<!DOCTYPE html><html><head><meta charset='utf-8'><title>pgoforge benchmark</title><style>body{font-family:sans-serif;max-width:960px;margin:2em auto;color:#222}table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px}th{background:#f3f3f3}pre{background:#f7f7f7;padding:8px}</style></head><body>");
-    for b in document(r) {
-        match &b {
-            Block::Title(t) => {
-                let _ = write!(o, "<h1>{}</h1>", esc(t));
-            }
-            Block::Paragraph(p) => {
-                let _ = write!(o, "<p>{}</p>", esc(p));
-            }
-            Block::Notes(lead, items) => {
-                // The environment: long and rarely read, so folded.
-                let _ = write!(o, "<details><summary>{}</summary><ul>", esc(lead));
-                for i in items {
-                    let _ = write!(o, "<li>{}</li>", esc(i));
+    let mut o = String::from("<!DOCTYPE html><html><head><meta charset='utf-8'><title>pgoforge benchmark</title><style>body{font-family:sans-serif;max-width:960px;margin:2em auto;color:#222}table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px}th{background:#f3f3f3}pre{background:#f7f7f7;padding:8px}details.method{margin:1em 0}details.method>summary{font-weight:bold;cursor:pointer}p.caption{font-size:13px;color:#444}</style></head><body>");
+    let answer = part(r, ANSWER);
+    let chart = super::gain_chart::gain_chart(r);
+    for b in &answer {
+        match b {
+            Block::Title(_) => {
+                block(&mut o, b);
+                // The picture right under the title: what the run found, before how.
+                if let Some(svg) = &chart {
+                    o.push_str(svg);
                 }
-                o.push_str("</ul></details>");
             }
-            Block::List(lead, items) => {
-                let _ = write!(o, "<p>{}</p><ul>", esc(lead));
-                for i in items {
-                    let _ = write!(o, "<li>{}</li>", esc(i));
-                }
-                o.push_str("</ul>");
-            }
-            Block::Table(t) => o.push_str(&table(t)),
+            // The headline's table under the chart, its sentence as the table's caption.
             Block::Counts(lead, t) => {
-                let _ = write!(o, "<p>{}</p>{}", esc(lead), table(t));
+                let _ = write!(o, "{}<p class='caption'>{}</p>", table(t), esc(lead));
             }
+            _ => block(&mut o, b),
         }
+    }
+    o.push_str("<details class='method'><summary>How this was measured: set-up, method, the run's noise</summary>");
+    for b in &part(r, METHOD) {
+        block(&mut o, b);
+    }
+    o.push_str("</details>");
+    for b in &part(r, FINDINGS) {
+        block(&mut o, b);
     }
     // Workloads differ 50x in TPS: one small chart each, on the ratio scale, every round shown.
     o.push_str(&strips(r));
@@ -521,21 +474,33 @@ pub fn html(r: &Report) -> String {
     o
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn axis_ticks_are_round_and_labelled_with_enough_decimals() {
-        assert_eq!(nice_step(2.2), 2.5);
-        assert_eq!(nice_step(0.31), 0.5);
-        assert_eq!(nice_step(7.0), 10.0);
-        assert_eq!(nice_step(1.0), 1.0);
-        // 0.5-steps: 0.0, 0.5, 1.0, 1.5, 2.0 — never "2, 2, 1, 1, 0".
-        let labels: Vec<String> = (0..=4).map(|k| tick(0.5 * k as f64, 0.5)).collect();
-        assert_eq!(labels, ["0.00", "0.50", "1.00", "1.50", "2.00"]);
-        let labels: Vec<String> = (0..=4).map(|k| tick(2.5 * k as f64, 2.5)).collect();
-        assert_eq!(labels, ["0.0", "2.5", "5.0", "7.5", "10.0"]);
-        assert_eq!(tick(2000.0, 500.0), "2000");
+/// One block of the document as HTML.
+fn block(o: &mut String, b: &Block) {
+    match b {
+        Block::Title(t) => {
+            let _ = write!(o, "<h1>{}</h1>", esc(t));
+        }
+        Block::Paragraph(p) => {
+            let _ = write!(o, "<p>{}</p>", esc(p));
+        }
+        Block::Notes(lead, items) => {
+            // The environment: long and rarely read, so folded.
+            let _ = write!(o, "<details><summary>{}</summary><ul>", esc(lead));
+            for i in items {
+                let _ = write!(o, "<li>{}</li>", esc(i));
+            }
+            o.push_str("</ul></details>");
+        }
+        Block::List(lead, items) => {
+            let _ = write!(o, "<p>{}</p><ul>", esc(lead));
+            for i in items {
+                let _ = write!(o, "<li>{}</li>", esc(i));
+            }
+            o.push_str("</ul>");
+        }
+        Block::Table(t) => o.push_str(&table(t)),
+        Block::Counts(lead, t) => {
+            let _ = write!(o, "<p>{}</p>{}", esc(lead), table(t));
+        }
     }
 }

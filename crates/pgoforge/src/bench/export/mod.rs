@@ -4,10 +4,12 @@
 
 pub mod csv;
 pub mod document;
+pub mod gain_chart;
 pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod matrix;
+mod svg;
 pub mod sweep;
 pub mod text;
 
