@@ -154,6 +154,15 @@ pub struct ServerConfigArgs {
     /// cachegrind runs use 256).
     #[arg(long = "buffer-pool-mb", default_value_t = 2048)]
     pub buffer_pool_mb: u64,
+    /// InnoDB redo log of every server it starts, MiB (half the buffer pool where that is more;
+    /// MyRocks: its WAL's limit). Every benchmark round restores each server's datadir, redo log
+    /// included: a small machine or a quick look may want it smaller.
+    #[arg(
+        long = "redo-log-mb",
+        default_value_t = ServerConfig::default().redo_log_mb,
+        value_parser = clap::value_parser!(u64).range(8..=1_048_576)
+    )]
+    pub redo_log_mb: u64,
     /// Extra my.cnf lines for every server, NAME=VALUE (repeatable).
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = server_option)]
     pub set: Vec<String>,
@@ -205,6 +214,7 @@ impl ServerConfigArgs {
     pub fn config(&self) -> ServerConfig {
         ServerConfig {
             buffer_pool_mb: self.buffer_pool_mb,
+            redo_log_mb: self.redo_log_mb,
             extra: self.set.clone(),
             ..ServerConfig::default()
         }

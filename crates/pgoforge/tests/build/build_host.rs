@@ -343,6 +343,7 @@ fn a_run_shares_its_optimized_builds_with_a_build_host_and_builds_the_rest_here(
                 "--tables=1",
                 "--table-size=100",
                 "--buffer-pool-mb=64",
+                "--redo-log-mb=32",
                 "--allow-busy",
                 "--allow-noisy",
                 "--gate=quick",

@@ -40,6 +40,7 @@ fn start(work: &Path, profile: &Path) -> Child {
             "--tables=1",
             "--table-size=100",
             "--buffer-pool-mb=64",
+            "--redo-log-mb=32",
             "--allow-busy",
             // The MTR step is left to tests/build/pipeline.rs: it would add a minute to every rerun.
             "--gate=quick",

@@ -72,6 +72,8 @@ fn request(
         bench,
         server: ServerConfig {
             buffer_pool_mb: 64,
+            // Each benchmark round restores the datadir, redo log included (512 MiB by default).
+            redo_log_mb: 32,
             ..ServerConfig::default()
         },
         bolt_flags: None,
@@ -546,6 +548,8 @@ fn stale_profile_retrains(pkg: &Path, dir: &Path) {
             "quick",
             "--buffer-pool-mb",
             "64",
+            "--redo-log-mb",
+            "32",
             "--allow-busy",
             "--json",
         ])

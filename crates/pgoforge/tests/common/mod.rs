@@ -147,6 +147,8 @@ pub fn tiny_bench(work: &Path, run: &Path, workloads: &str) -> Vec<String> {
         "--tables=1".into(),
         "--table-size=100".into(),
         "--buffer-pool-mb=64".into(),
+        // A small redo log: every round restores it with the datadir (512 MiB by default).
+        "--redo-log-mb=32".into(),
         // Threads chosen per workload (the default) have their own test; these tests are about
         // other things, at 4 threads.
         "--threads=4".into(),

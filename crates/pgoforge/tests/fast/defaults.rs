@@ -351,6 +351,24 @@ fn datasets_and_pools_this_machine_cannot_hold_are_refused_before_any_work() {
         .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
         .expect("MemTotal")
         / 1024;
+    // The redo log every server gets: 512 MiB unless --redo-log-mb says otherwise; a size the
+    // servers refuse is refused before anything runs.
+    let redo = |args: &[&str]| {
+        let out = pgoforge(&[&["run", "--plan", "--json"][..], args].concat());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        plan["request"]["server"]["redo_log_mb"].as_u64()
+    };
+    assert_eq!(redo(&[]), Some(512));
+    assert_eq!(redo(&["--redo-log-mb", "64"]), Some(64));
+    let out = pgoforge(&["run", "--plan", "--redo-log-mb", "4"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("'--redo-log-mb <REDO_LOG_MB>': 4 is not in 8..=1048576"));
     let pool = (mem_mb + 1024).to_string();
     let out = pgoforge(&["run", "--plan", "--buffer-pool-mb", &pool]);
     let err = String::from_utf8_lossy(&out.stderr);

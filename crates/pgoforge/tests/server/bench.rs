@@ -550,6 +550,7 @@ fn calibration_measures_a_floor_and_adaptive_rounds_stop_on_width() {
         "--tables=1",
         "--table-size=100",
         "--buffer-pool-mb=64",
+        "--redo-log-mb=32",
         // The threads the adaptive benchmarks below run at, so the floor applies to their cells.
         "--threads=4",
         "--allow-busy",

@@ -481,6 +481,7 @@ fn a_replay_is_measured_under_cachegrind_in_whole_passes_over_the_file() {
         "--tables=1",
         "--table-size=100",
         "--buffer-pool-mb=64",
+        "--redo-log-mb=32",
         &format!("--work-dir={}", work.display()),
         &format!("--run={}", run.display()),
     ]);

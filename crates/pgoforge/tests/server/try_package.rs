@@ -21,6 +21,7 @@ const SHORT: &[&str] = &[
     "--tables=1",
     "--table-size=2000",
     "--buffer-pool-mb=128",
+    "--redo-log-mb=32",
 ];
 
 /// Two busy loops (this machine has 2 vCPUs): a production host's load, stopped on drop.
