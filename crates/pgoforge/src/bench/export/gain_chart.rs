@@ -78,14 +78,20 @@ fn against_reference(r: &Report) -> Option<Chart<'_>> {
 }
 
 fn against_baseline(r: &Report) -> Chart<'_> {
+    // Every contender compared with a baseline, but the A/A control (the band): a sweep's other
+    // baselines, compared with nothing, have no marks and stay out of the legend too.
     let control = r.own_noise.as_ref().map(|n| n.control.as_str());
+    let compared = |name: &str| {
+        r.cells
+            .iter()
+            .any(|c| c.contender == name && c.tps_vs_baseline.is_some())
+    };
     let series: Vec<String> = r
         .plan
         .contenders
         .iter()
-        .skip(1)
         .map(|c| c.name.clone())
-        .filter(|n| Some(n.as_str()) != control)
+        .filter(|n| Some(n.as_str()) != control && compared(n))
         .collect();
     let rows = groups(r)
         .into_iter()
@@ -126,7 +132,32 @@ impl Chart<'_> {
     }
 }
 
-const PCT: fn(f64) -> f64 = |ratio| (ratio - 1.0) * 100.0;
+impl Row<'_> {
+    /// Its height: one line per mark and the gap below.
+    fn height(&self) -> f64 {
+        self.marks.len().max(1) as f64 * MARK_H + ROW_GAP
+    }
+}
+
+const MARK_H: f64 = 18.0;
+const ROW_GAP: f64 = 14.0;
+
+/// A ratio as a gain in percent.
+fn pct(ratio: f64) -> f64 {
+    (ratio - 1.0) * 100.0
+}
+
+/// A series' symbol at (`cx`, `cy`): a filled dot, or a hollow diamond for a second measure.
+fn symbol(diamond: bool, cx: f64, cy: f64, r: f64, color: &str) -> String {
+    if diamond {
+        format!(
+            "<path d='M{cx:.1} {:.1} l{r} {r} l-{r} {r} l-{r} -{r} z' fill='white' stroke='{color}' stroke-width='2'/>",
+            cy - r
+        )
+    } else {
+        format!("<circle cx='{cx:.1}' cy='{cy:.1}' r='{r}' fill='{color}'/>")
+    }
+}
 
 /// The axis' range in percent: every finite estimate, interval end and band end, and zero.
 fn range(chart: &Chart) -> (f64, f64) {
@@ -134,9 +165,9 @@ fn range(chart: &Chart) -> (f64, f64) {
     for row in &chart.rows {
         for (_, k) in &row.marks {
             let (lo, hi) = k.shown_interval();
-            values.extend([k.ratio, lo, hi].map(PCT));
+            values.extend([k.ratio, lo, hi].map(pct));
         }
-        values.extend(row.band.iter().flat_map(|(lo, hi)| [PCT(*lo), PCT(*hi)]));
+        values.extend(row.band.iter().flat_map(|(lo, hi)| [pct(*lo), pct(*hi)]));
     }
     let finite = values.into_iter().filter(|v| v.is_finite());
     let (lo, hi) = finite.fold((0.0f64, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
@@ -145,12 +176,8 @@ fn range(chart: &Chart) -> (f64, f64) {
 }
 
 fn draw(chart: &Chart) -> String {
-    let (w, left, right, top, row_gap, mark_h) = (860.0, 180.0, 30.0, 46.0, 14.0, 18.0);
-    let rows_h: f64 = chart
-        .rows
-        .iter()
-        .map(|r| r.marks.len().max(1) as f64 * mark_h + row_gap)
-        .sum();
+    let (w, left, right, top) = (860.0, 180.0, 30.0, 46.0);
+    let rows_h: f64 = chart.rows.iter().map(Row::height).sum();
     // The legend: a line per series and one for the band, under the axis' labels.
     let legend_h = 22.0 * (chart.series.len() as f64 + 1.0);
     let axis_y = top + rows_h;
@@ -183,28 +210,28 @@ fn draw(chart: &Chart) -> String {
     }
     let mut y = top;
     for row in &chart.rows {
-        let row_h = row.marks.len().max(1) as f64 * mark_h + row_gap;
+        let row_h = row.height();
         if let Some((blo, bhi)) = row.band {
             let _ = write!(
                 s,
                 "<rect x='{:.1}' y='{:.1}' width='{:.1}' height='{:.1}' fill='#bbb' fill-opacity='0.45'><title>A/A control: {:+.1}% to {:+.1}%</title></rect>",
-                x(PCT(blo)),
+                x(pct(blo)),
                 y + 2.0,
-                (x(PCT(bhi)) - x(PCT(blo))).max(1.0),
-                row_h - row_gap - 4.0 + row_gap / 2.0,
-                PCT(blo),
-                PCT(bhi)
+                (x(pct(bhi)) - x(pct(blo))).max(1.0),
+                row_h - ROW_GAP / 2.0 - 4.0,
+                pct(blo),
+                pct(bhi)
             );
         }
         let _ = write!(
             s,
             "<text x='{:.1}' y='{:.1}' text-anchor='end'>{}</text>",
             left - 8.0,
-            y + (row_h - row_gap) / 2.0 + 4.0,
+            y + (row_h - ROW_GAP) / 2.0 + 4.0,
             esc(&row.label)
         );
         for (i, (series, k)) in row.marks.iter().enumerate() {
-            let cy = y + mark_h * (i as f64 + 0.5);
+            let cy = y + MARK_H * (i as f64 + 0.5);
             s.push_str(&mark(*series, chart.diamond(*series), k, cy, &x));
         }
         y += row_h;
@@ -219,7 +246,7 @@ fn draw(chart: &Chart) -> String {
 fn mark(series: usize, diamond: bool, k: &Comparison, cy: f64, x: &dyn Fn(f64) -> f64) -> String {
     let color = COLORS[series % COLORS.len()];
     let (lo, hi) = k.shown_interval();
-    let (xl, xh, xm) = (x(PCT(lo)), x(PCT(hi)), x(PCT(k.ratio)));
+    let (xl, xh, xm) = (x(pct(lo)), x(pct(hi)), x(pct(k.ratio)));
     let mut s = format!(
         "<g><title>{}</title><line x1='{xl:.1}' x2='{xh:.1}' y1='{cy:.1}' y2='{cy:.1}' stroke='{color}' stroke-width='2'/>",
         esc(&k.sentence())
@@ -232,24 +259,13 @@ fn mark(series: usize, diamond: bool, k: &Comparison, cy: f64, x: &dyn Fn(f64) -
             cy + 4.0
         );
     }
-    if !diamond {
-        let _ = write!(
-            s,
-            "<circle cx='{xm:.1}' cy='{cy:.1}' r='5' fill='{color}'/>"
-        );
-    } else {
-        let _ = write!(
-            s,
-            "<path d='M{xm:.1} {:.1} l5 5 l-5 5 l-5 -5 z' fill='white' stroke='{color}' stroke-width='2'/>",
-            cy - 5.0
-        );
-    }
+    s.push_str(&symbol(diamond, xm, cy, 5.0, color));
     let _ = write!(
         s,
         "<text x='{:.1}' y='{:.1}' font-size='11'>{:+.1}%</text></g>",
         xh + 6.0,
         cy + 4.0,
-        PCT(k.ratio)
+        pct(k.ratio)
     );
     s
 }
@@ -258,15 +274,8 @@ fn legend(s: &mut String, chart: &Chart, y0: f64) {
     let mut y = y0;
     for (i, name) in chart.series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
-        // The same symbols as the marks: a dot for the first series, a diamond for the others.
-        let symbol = if !chart.diamond(i) {
-            format!("<circle cx='16' cy='{y:.1}' r='4' fill='{color}'/>")
-        } else {
-            format!(
-                "<path d='M16 {:.1} l4 4 l-4 4 l-4 -4 z' fill='white' stroke='{color}' stroke-width='2'/>",
-                y - 4.0
-            )
-        };
+        // The same symbols as the marks.
+        let symbol = symbol(chart.diamond(i), 16.0, y, 4.0, color);
         let _ = write!(
             s,
             "<line x1='4' x2='28' y1='{y:.1}' y2='{y:.1}' stroke='{color}' stroke-width='2'/>{symbol}<text x='36' y='{:.1}'>{}</text>",
@@ -307,13 +316,13 @@ mod tests {
             measures: false,
         };
         let (lo, hi) = range(&chart);
-        let top = PCT(k.shown_interval().1);
+        let top = pct(k.shown_interval().1);
         assert!(top > 13.0 && top.is_finite(), "{top}");
         assert!(lo < -3.0 && hi > top, "{lo} {hi}");
         let svg = draw(&chart);
         assert!(svg.contains(">0%</text>") && svg.contains("A/A control: -3.0% to +3.0%"));
         assert!(
-            svg.contains(&format!("{:+.1}%</text>", PCT(k.ratio))),
+            svg.contains(&format!("{:+.1}%</text>", pct(k.ratio))),
             "{svg}"
         );
     }
