@@ -501,10 +501,7 @@ fn add_all(
 
 /// The public key at the repository's root, for hosts to fetch and check.
 fn write_key(repo: &Path, key: &key::SigningKey) -> Result<()> {
-    let tmp = repo.join(format!(".{KEY_FILE}.tmp"));
-    fs::write(&tmp, key.export()?)?;
-    fs::rename(&tmp, repo.join(KEY_FILE))?;
-    Ok(())
+    crate::infra::fs::write_atomic(&repo.join(KEY_FILE), key.export()?)
 }
 
 /// The suite's indices over the whole pool, signed.
