@@ -395,8 +395,6 @@ fn a_resumed_cli_benchmark_keeps_its_seed_and_design() {
     let run = t.path().join("r");
     let args = |resume: bool| {
         let mut a = tiny_cli_bench(w, &run);
-        // Other tests run beside this one.
-        a.push("--allow-busy".into());
         if resume {
             a.push("--resume".into());
         }
@@ -427,12 +425,12 @@ fn a_resumed_cli_benchmark_keeps_its_seed_and_design() {
     assert_eq!(plan(&run)["slice_seconds"], 1, "sliced, at most --time");
     let old = t.path().join("plain");
     let mut plain = tiny_cli_bench(w, &old);
-    plain.extend(["--allow-busy".into(), "--slice=0".into()]);
+    plain.push("--slice=0".into());
     let r = common::pgoforge(&plain.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(plan(&old).get("slice_seconds").is_none());
     let mut resumed = tiny_cli_bench(w, &old);
-    resumed.extend(["--allow-busy".into(), "--resume".into()]);
+    resumed.push("--resume".into());
     let r = common::pgoforge(&resumed.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(plan(&old).get("slice_seconds").is_none());
@@ -464,7 +462,6 @@ fn a_benchmark_given_relative_paths_runs_where_it_was_started() {
             *x = format!("{k}={name}={}", rel_binary.display());
         }
     }
-    a.push("--allow-busy".into());
     let r = common::pgoforge_in(t.path(), &a.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(r.code, 0, "{}", r.stderr);
     let run = t.path().join("r");
@@ -500,6 +497,8 @@ fn a_busy_machine_is_refused_unless_allowed_and_the_load_is_recorded() {
         .collect();
     let args = |extra: &str| {
         let mut a = tiny_cli_bench(w, &run);
+        // This test is about the guard: only its second command allows a busy machine.
+        a.retain(|x| x != "--allow-busy");
         a.push(extra.to_string());
         a
     };
@@ -586,7 +585,7 @@ fn calibration_measures_a_floor_and_adaptive_rounds_stop_on_width() {
     let adaptive = |run: &std::path::Path, target: &str| {
         let mut a = tiny_cli_bench(w, run);
         a.retain(|x| x != "--rounds=1");
-        for x in ["--rounds=2", "--max-rounds=3", "--allow-busy"] {
+        for x in ["--rounds=2", "--max-rounds=3"] {
             a.push(x.into());
         }
         a.push(format!("--target-ci={target}"));
@@ -685,7 +684,7 @@ fn an_a_a_control_measures_the_benchmarks_own_noise() {
     let run = t.path().join("r");
     let mut a = tiny_cli_bench(w, &run);
     a.retain(|x| x != "--rounds=1" && x != "--no-aa");
-    a.extend(["--rounds=3".into(), "--allow-busy".into()]);
+    a.push("--rounds=3".into());
     let r = common::pgoforge(&a.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(r.code, 0, "{}", r.stderr);
     let names: std::collections::BTreeSet<String> = common::records(&run)
@@ -807,7 +806,6 @@ fn a_noisy_host_is_refused_unless_allowed_and_the_report_says_so() {
             format!("--baseline=a={}", wrapper.display()),
             format!("--binary=b={}", wrapper.display()),
             "--time=6".into(),
-            "--allow-busy".into(),
         ]);
         a.extend(extra.iter().map(|s| s.to_string()));
         a
@@ -876,12 +874,7 @@ fn a_sliced_benchmark_alternates_between_running_servers_and_pairs_by_round() {
         .into_iter()
         .filter(|x| !x.starts_with("--rounds") && !x.starts_with("--time"))
         .collect();
-    a.extend([
-        "--rounds=2".into(),
-        "--time=2".into(),
-        "--slice=1".into(),
-        "--allow-busy".into(),
-    ]);
+    a.extend(["--rounds=2".into(), "--time=2".into(), "--slice=1".into()]);
     let r = common::pgoforge(&a.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(r.code, 0, "{}", r.stderr);
     let recs = read_records(&run).unwrap();
@@ -933,7 +926,7 @@ fn the_client_path_and_its_round_trip_are_measured_and_reported() {
     for transport in ["tcp", "socket"] {
         let run = t.path().join(transport);
         let mut a = tiny_cli_bench(w, &run);
-        a.extend(["--allow-busy".into(), format!("--transport={transport}")]);
+        a.push(format!("--transport={transport}"));
         let r = common::pgoforge_with(a, &[]);
         assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
         let plan = std::fs::read_to_string(run.join("plan.json")).unwrap();
@@ -995,7 +988,6 @@ fn client_threads_are_chosen_per_workload_before_the_first_round() {
                     _ => a,
                 })
                 .collect();
-        a.push("--allow-busy".into());
         a.extend(extra.iter().map(|s| s.to_string()));
         a
     };

@@ -50,7 +50,6 @@ impl ClientHost {
         a.retain(|x| !x.starts_with("--time="));
         a.extend([
             format!("--time={seconds}"),
-            "--allow-busy".into(),
             "--allow-noisy".into(),
             "--client-host=client".into(),
             format!("--ssh-config={}", self.ssh_config().display()),
@@ -209,7 +208,7 @@ fn an_unreachable_client_host_is_refused_before_any_server_starts() {
     let run = t.path().join("r");
     let mut a = common::tiny_bench(t.path(), &run, "oltp_point_select");
     // 192.0.2.0/24 is TEST-NET-1: never routed.
-    a.extend(["--client-host=root@192.0.2.1".into(), "--allow-busy".into()]);
+    a.push("--client-host=root@192.0.2.1".into());
     let r = common::pgoforge_with(a, &[]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(

@@ -40,9 +40,7 @@ fn a_myrocks_benchmark_puts_every_table_in_rocksdb_and_measures_oltp_and_tpcc() 
     let run = w.path().join("run");
     let r = common::pgoforge_with(
         common::tiny_bench(w.path(), &run, "oltp_read_write,tpcc"),
-        // Other tests run beside this one: without it, each round waited for their load to
-        // pass (170 s in the tier, 38 s alone).
-        &["--engine", "rocksdb", "--allow-busy"],
+        &["--engine", "rocksdb"],
     );
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     // Both workloads measured on both servers, with transactions.

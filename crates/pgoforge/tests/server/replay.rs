@@ -239,9 +239,7 @@ fn a_replay_is_a_benchmark_and_a_training_workload_on_its_own_data() {
     let work = dir.join("work");
     let run = dir.join("run");
     let bench = |workloads: &str, extra: &[&str]| {
-        let mut a = common::tiny_bench(&work, &run, workloads);
-        a.push("--allow-busy".into());
-        common::pgoforge_with(a, extra)
+        common::pgoforge_with(common::tiny_bench(&work, &run, workloads), extra)
     };
     let r = bench(
         "oltp_point_select,replay",
@@ -384,7 +382,6 @@ fn a_replay_runs_on_a_copy_of_a_datadir_that_is_never_written() {
     let work = dir.join("work");
     let bench = |run: &str, extra: &[&str]| {
         let mut a = common::tiny_bench(&work, &dir.join(run), "oltp_point_select,replay");
-        a.push("--allow-busy".into());
         a.push(format!("--replay-file={}", file.display()));
         common::pgoforge_with(a, extra)
     };
