@@ -111,6 +111,7 @@ fn mtr_stage<'a>(a: &'a GateArgs, recipe: &'a Recipe) -> Result<Option<MtrStage<
         build_dir,
         server_rel: rel.to_path_buf(),
         baseline,
+        baseline_name: "baseline".into(),
         candidates: a.candidates.clone(),
         // `pgoforge gate` runs MTR on whatever it is given.
         not_run: Vec::new(),

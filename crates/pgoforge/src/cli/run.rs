@@ -12,7 +12,7 @@ use pgoforge::events::Reporter;
 use pgoforge::gate::GateMode;
 use pgoforge::infra::time::human;
 use pgoforge::pipeline::plan::choices;
-use pgoforge::pipeline::{self, deps, Env, Outcome, RunPlan, RunRequest};
+use pgoforge::pipeline::{self, deps, BaselineFrom, Env, Outcome, RunPlan, RunRequest};
 use pgoforge::profile::train::{Mix, NamedMix};
 use pgoforge::recipe::Recipe;
 use pgoforge::server::config::Engine;
@@ -99,6 +99,13 @@ pub struct RunArgs {
     /// matrix leaves it out: it compares training mixes).
     #[arg(long)]
     no_distro: bool,
+    /// What the variants are compared with: `build`, the recipe's plain build of the release;
+    /// or `debian`, Debian's own server of the release (downloaded, nothing installed) — no
+    /// baseline build: it is the gate's and MTR's reference (MTR's tools are then built in the
+    /// first optimized build's tree), prepares the datasets and serves the A/A control. One build
+    /// less; `pgoforge follow` runs this way, since its question is Debian's server anyway
+    #[arg(long, value_enum, default_value_t = BaselineFrom::Build)]
+    baseline: BaselineFrom,
     #[command(flatten)]
     work: WorkDirArgs,
     /// Install missing dependencies with apt (as root, or through sudo).
@@ -454,6 +461,7 @@ pub fn main(a: RunArgs) -> Result<i32> {
             GateMode::Quick
         }),
         mtr_tests: a.mtr_suite.clone(),
+        baseline: a.baseline,
     };
     let mut plan = pipeline::resolve(request, &Env::probe())?;
     if let Some(e) = a.guard.too_long(plan.bench_estimate_seconds) {

@@ -3,6 +3,7 @@
 //! tests stop before the benchmark.
 
 use std::fs;
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
@@ -15,17 +16,19 @@ use super::stages::*;
 use crate::builder::{BuildOutput, ProfileInput, Variant};
 use crate::source::Source;
 
-/// The optimized builds and their BOLTed binaries, in the plan's contender order. A variant that
-/// fails to build is named and left out (the others are still compared); BOLT failing leaves the
-/// unBOLTed build compared in its place.
+/// The baseline's build (when the run has one) and the optimized builds with their BOLTed
+/// binaries, in the plan's contender order. A variant that fails to build is named and left out
+/// (the others are still compared); BOLT failing leaves the unBOLTed build compared in its place.
+/// `dataset_from` is the baseline's binary, built or Debian's: it prepares BOLT's datasets.
 pub(super) fn build_contenders(
     r: &mut RunCx,
     src: &Source,
-    baseline: &BuildOutput,
+    baseline: Option<&BuildOutput>,
+    dataset_from: &Path,
     profiles: &Profiles,
 ) -> Result<Vec<RunContender>> {
     let plan = r.plan;
-    let built = build_variants(r, src, baseline, profiles);
+    let built = build_variants(r, src, baseline, dataset_from, profiles);
     if let Some(reuse) = &plan.request.reuse {
         judge_staleness(r, reuse, &built)?;
     }
@@ -58,7 +61,7 @@ pub(super) fn build_contenders(
             flags: plan.request.bolt_flags.as_deref(),
             server: &plan.request.server,
             source_hash: &src.hash,
-            dataset_from: Some(&baseline.binary),
+            dataset_from: Some(dataset_from),
             given: plan
                 .request
                 .reuse
@@ -80,7 +83,7 @@ pub(super) fn build_contenders(
             )),
         }
     }
-    if contenders.len() < 2 {
+    if contenders.len() == usize::from(baseline.is_some()) {
         bail!(
             "no variant was built, nothing to compare with the baseline:\n{}",
             r.warnings.join("\n")
@@ -95,15 +98,20 @@ pub(super) fn build_contenders(
 fn build_variants(
     r: &mut RunCx,
     src: &Source,
-    baseline: &BuildOutput,
+    baseline: Option<&BuildOutput>,
+    dataset_from: &Path,
     profiles: &Profiles,
 ) -> Vec<(Variant, Option<String>, BuildOutput)> {
     let plan = r.plan;
-    let mut built: Vec<(Variant, Option<String>, BuildOutput)> =
-        vec![(baseline_variant(plan), None, baseline.clone())];
+    let mut built: Vec<(Variant, Option<String>, BuildOutput)> = baseline
+        .map(|b| (baseline_variant(plan), None, b.clone()))
+        .into_iter()
+        .collect();
+    // The builds after the baseline's (none with Debian's server as the baseline).
+    let skip = usize::from(baseline.is_some());
     let work = r.cx.work;
     // The builds a build host may make that are not finished yet, by their place in the plan.
-    let shared: Vec<usize> = (1..plan.builds.len())
+    let shared: Vec<usize> = (skip..plan.builds.len())
         .filter(|&i| {
             let b = &plan.builds[i];
             let p = plain_profile(plan, profiles, b);
@@ -130,7 +138,7 @@ fn build_variants(
                 }
             });
         }
-        for (i, b) in plan.builds.iter().enumerate().skip(1) {
+        for (i, b) in plan.builds.iter().enumerate().skip(skip) {
             if b.variant.instrumented() {
                 continue;
             }
@@ -138,7 +146,7 @@ fn build_variants(
             let first = profiles.for_build(&plan.request.mixes, b);
             claim_shared(&board, &shared, i, b, r);
             let cs = match (b.variant.cs_gen(), first) {
-                (Some(g), Some(first)) => match cs_profile(r, src, baseline, g, first) {
+                (Some(g), Some(first)) => match cs_profile(r, src, dataset_from, g, first) {
                     Ok(p) => Some(p),
                     Err(e) => {
                         r.warn(format!(

@@ -60,7 +60,8 @@ pub struct Planned<'a> {
     /// Every binary the checksum gate checks: the contenders and the servers the run did not
     /// build (the A/A control runs the baseline's binary again)…
     pub binaries: usize,
-    /// …and those MTR runs: Debian's server is left out (stages/mtr.rs).
+    /// …and those MTR runs: Debian's server is left out unless it is the baseline
+    /// (stages/mtr.rs).
     pub mtr_binaries: usize,
     pub bench_seconds: u64,
 }

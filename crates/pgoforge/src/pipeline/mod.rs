@@ -32,7 +32,7 @@ use crate::bench::report::Report;
 use crate::events::Reporter;
 use crate::source::Source;
 pub use outcome::{gains, outcome_path, package_contender, winner, Outcome, RunContender};
-pub use plan::{Env, ProfileFrom, RunPlan, RunRequest};
+pub use plan::{BaselineFrom, Env, ProfileFrom, RunPlan, RunRequest};
 use run_cx::RunCx;
 use stage::Ctx;
 use stages::*;
@@ -67,18 +67,31 @@ pub fn run(plan: &RunPlan, reporter: &dyn Reporter) -> Result<(Outcome, Report)>
         unfinished_builds(plan, &src, given.as_ref(), &work),
         deps::bytes_per_build(&plan.request.recipe),
     )?;
-    let baseline = r.run(&BuildStage::of_run(
-        plan,
-        &src,
-        plan.builds[0].variant,
-        None,
-        None,
-    ))?;
+    // The baseline: the recipe's plain build, or Debian's server of the release (no build).
+    let (baseline, mut contenders) = match req.baseline {
+        BaselineFrom::Build => {
+            let variant = plan.builds[0].variant;
+            let b = r.run(&BuildStage::of_run(plan, &src, variant, None, None))?;
+            (Some(b), Vec::new())
+        }
+        BaselineFrom::Debian => (None, vec![distro::reference(&mut r)?]),
+    };
+    let dataset_from = match (&baseline, contenders.first()) {
+        (Some(b), _) => b.binary.clone(),
+        (None, Some(c)) => c.binary.clone(),
+        (None, None) => anyhow::bail!("the run has no baseline (a bug in pipeline::run)"),
+    };
     let profiles = match given {
         Some(p) => Profiles::given(p),
-        None => train_profiles(&mut r, &src, &baseline)?,
+        None => train_profiles(&mut r, &src, &dataset_from)?,
     };
-    let mut contenders = build_contenders(&mut r, &src, &baseline, &profiles)?;
+    contenders.extend(build_contenders(
+        &mut r,
+        &src,
+        baseline.as_ref(),
+        &dataset_from,
+        &profiles,
+    )?);
     contenders.extend(outside_contenders(req)?);
     // Trained contenders make every benchmark workload outside the mix a held-out one.
     let trained = !profiles.is_empty() || contenders.iter().any(|c| c.bolt.is_some());
@@ -123,7 +136,10 @@ pub fn resolve(req: RunRequest, env: &Env) -> Result<RunPlan> {
             family: req.compiler.family,
             mixes: &req.mixes,
             binaries: plan.contenders.len() + req.outside_count(),
-            mtr_binaries: plan.contenders.len() + req.outside.len(),
+            // Debian's server runs MTR only as the baseline.
+            mtr_binaries: plan.contenders.len()
+                + req.outside.len()
+                + usize::from(!req.baseline.is_build()),
             bench_seconds: plan.bench_estimate_seconds,
         },
         cores,

@@ -4,6 +4,7 @@
 //! profile).
 
 use std::fs;
+use std::path::Path;
 
 use anyhow::{Context, Result};
 
@@ -12,7 +13,7 @@ use super::plan::{PlannedBuild, RunPlan};
 use super::run_cx::RunCx;
 use super::stages::*;
 use crate::builder::codegen::Codegen;
-use crate::builder::{BuildOutput, PgoPhase, ProfileInput, Variant};
+use crate::builder::{PgoPhase, ProfileInput, Variant};
 use crate::profile::train::NamedMix;
 use crate::profile::{check_belongs, Stored};
 use crate::source::Source;
@@ -79,11 +80,7 @@ impl Profiles {
 /// The pgo-gen build trained on each of the run's mixes, in their order, and each other code
 /// generation's instrumented build (pgo-gen+native, pgo-gen+v3) trained on the first mix (each
 /// only when the plan has it).
-pub(super) fn train_profiles(
-    r: &mut RunCx,
-    src: &Source,
-    baseline: &BuildOutput,
-) -> Result<Profiles> {
+pub(super) fn train_profiles(r: &mut RunCx, src: &Source, dataset_from: &Path) -> Result<Profiles> {
     let plan = r.plan;
     let gens = || {
         plan.builds
@@ -96,7 +93,12 @@ pub(super) fn train_profiles(
         for (i, m) in plan.request.mixes.iter().enumerate() {
             let mix_name = (i > 0).then_some(m.name.as_str());
             let stored = r.run(&TrainStage::of_run(
-                plan, baseline, &gen, &m.mix, mix_name, None,
+                plan,
+                dataset_from,
+                &gen,
+                &m.mix,
+                mix_name,
+                None,
             ))?;
             out.by_mix.push((stored.input(), Some(stored)));
         }
@@ -106,7 +108,7 @@ pub(super) fn train_profiles(
         let gen = r.run(&BuildStage::of_run(plan, src, gen.variant, None, None))?;
         let stored = r.run(&TrainStage::of_run(
             plan,
-            baseline,
+            dataset_from,
             &gen,
             plan.request.mix(),
             None,
@@ -122,7 +124,7 @@ pub(super) fn train_profiles(
 pub(super) fn cs_profile(
     r: &mut RunCx,
     src: &Source,
-    baseline: &BuildOutput,
+    dataset_from: &Path,
     gen: Variant,
     first: &ProfileInput,
 ) -> Result<ProfileInput> {
@@ -130,7 +132,7 @@ pub(super) fn cs_profile(
     let gen = r.run(&BuildStage::of_run(plan, src, gen, Some(first), None))?;
     let stored = r.run(&TrainStage::of_run(
         plan,
-        baseline,
+        dataset_from,
         &gen,
         plan.request.mix(),
         None,

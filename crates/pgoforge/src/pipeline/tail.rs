@@ -21,7 +21,8 @@ use crate::source::Source;
 /// The run after its builds: what the builds made, and what each step adds for the next.
 pub(super) struct Tail {
     pub src: Source,
-    pub baseline: BuildOutput,
+    /// The baseline's build; none when Debian's server is the baseline (`contenders[0]`).
+    pub baseline: Option<BuildOutput>,
     /// The first mix's profile, recorded in the outcome.
     pub profile: Option<Stored>,
     pub contenders: Vec<RunContender>,

@@ -95,6 +95,7 @@ fn request(
         allow_few_rounds: true,
         gate: pgoforge::gate::GateMode::Quick,
         mtr_tests: None,
+        baseline: Default::default(),
     }
 }
 
@@ -292,6 +293,105 @@ fn a_whole_run_succeeds_packages_the_winner_reuses_everything_and_resumes_a_cut_
         .collect();
     assert_eq!(rounds.len(), 16, "every (round, contender) measured once");
     assert_eq!(out3.run_dir, out.run_dir);
+}
+
+/// `run --baseline debian` (what `follow` runs): Debian's server of the release, downloaded for
+/// real from the machine's mirror, is the baseline — no baseline build; it is fetched first, the
+/// checksum gate's and MTR's reference (MTR's tools and tree are the optimized build's), the
+/// benchmark's first contender, and the run's outcome names it as a server it did not build.
+#[test]
+fn with_debians_server_as_the_baseline_nothing_builds_one_and_every_gate_compares_with_debian() {
+    let t = tempfile::tempdir().unwrap();
+    let work = t.path().join("work");
+    let mut req = standin_pgo(t.path(), tiny_bench(2));
+    // The stand-in copies the installed server; Debian's package of the same version holds the
+    // same binary.
+    let installed = std::process::Command::new("dpkg-query")
+        .args(["-W", "-f", "${Version}", "mariadb-server-core"])
+        .output()
+        .unwrap();
+    let version = String::from_utf8(installed.stdout).unwrap();
+    req.distro = Some(pgoforge::source::distro::DistroServer {
+        package: "mariadb-server-core".into(),
+        version,
+        suite: "bookworm".into(),
+        with: Vec::new(),
+    });
+    req.baseline = pgoforge::pipeline::BaselineFrom::Debian;
+    req.gate = pgoforge::gate::GateMode::Mtr;
+    req.package = false;
+    let plan = pgoforge::pipeline::resolve(req, &Env::default()).unwrap();
+    let events = Collect::default();
+    let (out, report) = pipeline::run(&plan, &events).unwrap_or_else(|e| panic!("{e:#}"));
+    let text = pgoforge::bench::export::text::text(&report);
+    println!("{text}");
+    assert_eq!(
+        started(&events),
+        [
+            "source",
+            "distro",
+            "build pgo",
+            "gate",
+            "mtr",
+            "seed",
+            "bench",
+            "report"
+        ],
+        "{text}"
+    );
+    let builds: Vec<String> = fs::read_dir(work.join("builds"))
+        .unwrap()
+        .map(|d| d.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        builds.iter().all(|n| !n.contains("-baseline-")),
+        "{builds:?}"
+    );
+    // The baseline is Debian's binary as the mirror serves it, unpacked in the work dir.
+    let debian = &out.contenders[0];
+    assert_eq!(debian.name, "debian");
+    assert!(debian.build.is_none() && debian.binary.starts_with(&work));
+    assert_eq!(
+        debian.sha256.as_deref(),
+        Some(
+            pgoforge::infra::fs::sha256_file(Path::new("/usr/sbin/mariadbd"))
+                .unwrap()
+                .as_str()
+        )
+    );
+    let names: Vec<&str> = out.contenders.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["debian", "pgo"]);
+    assert_eq!(report.plan.contenders[0].name, "debian");
+    assert!(
+        report.plan.reference_only.is_empty(),
+        "{:?}",
+        report.plan.reference_only
+    );
+    assert!(report
+        .cells
+        .iter()
+        .any(|c| c.contender == "pgo" && c.tps_vs_baseline.is_some()));
+    // MTR ran Debian's server as the reference in the optimized build's tree.
+    let g: pgoforge::gate::mtr::MtrGate =
+        serde_json::from_str(&fs::read_to_string(work.join("gate/mtr/result.json")).unwrap())
+            .unwrap();
+    let ran: Vec<(&str, usize)> = g
+        .runs
+        .iter()
+        .map(|r| {
+            (
+                r.name.as_str(),
+                r.count(pgoforge::gate::mtr::TestOutcome::Pass),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ran.iter().map(|r| r.0).collect::<Vec<_>>(),
+        ["debian", "pgo"]
+    );
+    assert!(ran.iter().all(|r| r.1 == 3), "{ran:?}");
+    assert_eq!(g.runs[0].binary, debian.binary);
+    assert!(g.not_run.is_empty() && g.regressions.is_empty(), "{g:?}");
 }
 
 /// `run --sweep-buffer-pool-mb 64,128`: the benchmark serves every contender at both pools

@@ -72,8 +72,9 @@ pub struct MtrGate {
     pub baseline_failures: Vec<String>,
     pub regressions: Vec<Regression>,
     /// Debian's own server, which the run downloaded as a reference (the `distro` stage), left
-    /// out of MTR: it is built with wsrep, whose MTR wants Galera's SST scripts the baseline's
-    /// test tree lacks. The checksum gate still checks it.
+    /// out of MTR: it is built with wsrep, whose MTR wanted Galera's SST scripts the baseline's
+    /// test tree lacked before the recipe was Debian-shaped. The checksum gate still checks it.
+    /// As the run's baseline (`--baseline debian`) it runs MTR as the reference.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_run: Vec<String>,
 }
@@ -99,18 +100,20 @@ pub fn read_copy(run_dir: &Path) -> Result<Option<MtrGate>> {
     )
 }
 
-/// Runs the baseline then every candidate and compares.
+/// Runs the baseline (`(name, binary)`: the built `baseline`, or `debian`) then every
+/// candidate and compares.
 pub fn gate(
     suite: &Suite,
     mode: GateMode,
-    baseline: &Path,
+    baseline: (&str, &Path),
     candidates: &[(String, PathBuf)],
     dir: &Path,
     tools_seconds: f64,
     progress: &dyn Fn(&str, &TestResult),
 ) -> Result<MtrGate> {
-    let base = run_on(suite, "baseline", baseline, &dir.join("baseline"), &|t| {
-        progress("baseline", t)
+    let (base_name, baseline) = baseline;
+    let base = run_on(suite, base_name, baseline, &dir.join("baseline"), &|t| {
+        progress(base_name, t)
     })?;
     let baseline_failures = base
         .tests

@@ -81,16 +81,23 @@ pub fn on_train_engines(mixes: Vec<NamedMix>, engines: &[Engine]) -> Vec<NamedMi
 pub fn planned_power(plan: &RunPlan) -> String {
     use crate::bench::{calibrate, environment::Host, stats};
     let req = &plan.request;
+    // Every server but the baseline (the built one, or Debian's, an outside one then).
     let comparisons =
-        (plan.contenders.len().saturating_sub(1) + req.outside_count()) * req.bench.cells().len();
+        (plan.contenders.len() + req.outside_count()).saturating_sub(1) * req.bench.cells().len();
     let floor = calibrate::read(&calibrate::path(&req.work_dir))
         .ok()
         .flatten()
         .filter(|c| c.measured_on(&Host::probe().fingerprint));
     let Some(cal) = floor else {
-        return "no noise floor measured on this host (`pgoforge calibrate`); the report will state \
-                what this run could detect from its own A/A control"
-            .into();
+        let from = if req.aa {
+            "its own A/A control"
+        } else {
+            "its comparisons' own scatter (--no-aa)"
+        };
+        return format!(
+            "no noise floor measured on this host (`pgoforge calibrate`); the report will state \
+             what this run could detect from {from}"
+        );
     };
     let rule = stats::Rule::new(comparisons, req.min_effect);
     let rounds = req.bench.rounds as usize;

@@ -119,6 +119,29 @@ pub struct RunRequest {
     /// plan's JSON when not given, so other runs keep their benchmark's key.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sweep_buffer_pool_mb: Vec<u64>,
+    /// What the contenders are compared with (`--baseline`): a build of the release, or Debian's
+    /// own server of it. Absent from the plan's JSON when built, as before it could be chosen.
+    #[serde(default, skip_serializing_if = "BaselineFrom::is_build")]
+    pub baseline: BaselineFrom,
+}
+
+/// The run's baseline: the binary every contender is compared with, the gate's and MTR's
+/// reference, the server that prepares the datasets and the A/A control.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum BaselineFrom {
+    /// The recipe's plain build of the release (`baseline`).
+    #[default]
+    Build,
+    /// Debian's server of the release, downloaded (`debian`): no baseline build. What a
+    /// `follow` cycle compares against anyway, so its one build is the optimized one.
+    Debian,
+}
+
+impl BaselineFrom {
+    pub fn is_build(&self) -> bool {
+        *self == BaselineFrom::Build
+    }
 }
 
 /// Where a build's compiler profile comes from.
@@ -275,18 +298,7 @@ impl RunPlan {
         req.variants = at_cpu_level(&req.variants, req.cpu_level)?;
         check(&req, env)?;
         let from = profile_source(&req);
-        let mut baseline: Variant = "baseline".parse().expect("a valid variant");
-        baseline.codegen.cpu = req.cpu_level;
-        let mut p = Planned {
-            builds: vec![PlannedBuild::new(baseline, ProfileFrom::NoProfile)],
-            stages: vec![StageId::Source, StageId::Build(baseline, None)],
-            contenders: vec![PlannedContender {
-                name: "baseline".into(),
-                build: baseline,
-                mix: None,
-                bolted: false,
-            }],
-        };
+        let mut p = Planned::first(&req);
         p.instrumented(&req, from);
         for &v in &req.variants {
             if !v.bolt_ready && served_by_bolt_ready_build(&req, v) {
@@ -302,7 +314,7 @@ impl RunPlan {
             // A benchmark that can never be significant is refused now, not after the builds.
             // In a sweep every pool's contenders are compared with that pool's baseline.
             let comparisons =
-                (p.contenders.len() - 1 + req.outside_count()) * req.bench.cells().len() * pools;
+                (p.contenders.len() + req.outside_count() - 1) * req.bench.cells().len() * pools;
             let needed = crate::bench::stats::rounds_needed(comparisons);
             if (req.bench.rounds as usize) < needed {
                 return Err(PlanError::TooFewRounds {
@@ -409,6 +421,28 @@ struct Planned {
 }
 
 impl Planned {
+    /// The plan before the variants: the source, and the baseline's build and contender unless
+    /// Debian's server is the baseline (`debian`, an outside contender the run puts first).
+    fn first(req: &RunRequest) -> Planned {
+        let mut baseline: Variant = "baseline".parse().expect("a valid variant");
+        baseline.codegen.cpu = req.cpu_level;
+        let mut p = Planned {
+            builds: Vec::new(),
+            stages: vec![StageId::Source],
+            contenders: Vec::new(),
+        };
+        if req.baseline.is_build() {
+            p.builds
+                .push(PlannedBuild::new(baseline, ProfileFrom::NoProfile));
+            p.stages.push(StageId::Build(baseline, None));
+            p.contender("baseline".into(), baseline, false);
+        } else {
+            // Fetched before the builds: everything after them compares with it.
+            p.stages.push(StageId::Distro);
+        }
+        p
+    }
+
     /// The instrumented builds and their trainings: the generic pgo-gen when a variant needs its
     /// profile (one training per mix), and for each other code generation whose variants need
     /// one, its own instrumented build (`pgo-gen+native`, `pgo-gen+v3`: `OwnTrained`).
@@ -598,6 +632,7 @@ mod tests {
             allow_few_rounds: true,
             gate: GateMode::Quick,
             mtr_tests: None,
+            baseline: Default::default(),
         }
     }
 
@@ -811,6 +846,55 @@ mod tests {
         assert!(serde_json::to_value(&p.request)
             .unwrap()
             .get("distro")
+            .is_none());
+    }
+
+    #[test]
+    fn with_debians_server_as_the_baseline_nothing_builds_it_and_it_is_fetched_first() {
+        let mut r = request(&["pgo+lto+bolt"]);
+        r.profile = Some("/".into());
+        r.baseline = BaselineFrom::Debian;
+        // Debian's server must be in the plan to be the baseline.
+        let e = crate::pipeline::resolve(r.clone(), &with_bolt()).unwrap_err();
+        assert!(e.to_string().contains("--baseline debian"), "{e}");
+        r.distro = Some(debian());
+        let p = crate::pipeline::resolve(r.clone(), &with_bolt()).unwrap();
+        let builds: Vec<String> = p.builds.iter().map(|b| b.variant.to_string()).collect();
+        assert_eq!(builds, ["pgo+lto+bolt"]);
+        let names: Vec<&str> = p.contenders.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["pgo+lto+bolt"]);
+        let stages: Vec<String> = p.stages.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            stages,
+            [
+                "source",
+                "distro",
+                "build pgo+lto+bolt",
+                "bolt pgo+lto+bolt",
+                "gate",
+                "seed",
+                "bench",
+                "report",
+                "package"
+            ]
+        );
+        assert_eq!(
+            serde_json::to_value(&p.request).unwrap()["baseline"],
+            "debian"
+        );
+        // One comparison per workload (pgo+lto+bolt against debian), not two.
+        r.allow_few_rounds = false;
+        r.bench.rounds = crate::bench::stats::rounds_needed(2) as u32;
+        assert!(crate::pipeline::resolve(r.clone(), &with_bolt()).is_ok());
+        // A sweep compares with each pool's built baseline: refused.
+        r.sweep_buffer_pool_mb = vec![512, 1024];
+        let e = crate::pipeline::resolve(r, &with_bolt()).unwrap_err();
+        assert!(e.to_string().contains("sweep"), "{e}");
+        // The built baseline's plans say nothing new.
+        let p = crate::pipeline::resolve(request(&["pgo"]), &with_bolt()).unwrap();
+        assert!(serde_json::to_value(&p.request)
+            .unwrap()
+            .get("baseline")
             .is_none());
     }
 

@@ -60,6 +60,8 @@ pub enum PlanError {
     Sweep(String),
     #[error("--binary {0}=...: the run already has a contender named {0}; name it otherwise")]
     NameTaken(String),
+    #[error("--baseline debian compares with Debian's own server of the built release, and this run has none: {0}")]
+    NoDebianBaseline(&'static str),
     #[error("--binary {name}={}: no such file (give the path of a server binary, e.g. /usr/sbin/mariadbd)", .path.display())]
     NoSuchBinary { name: String, path: PathBuf },
 }
@@ -110,6 +112,20 @@ pub(super) fn check(req: &RunRequest, env: &Env) -> Result<(), PlanError> {
         }
         if req.profile.is_some() {
             return Err(PlanError::MatrixWithProfile);
+        }
+    }
+    if !req.baseline.is_build() {
+        if req.distro.is_none() {
+            return Err(PlanError::NoDebianBaseline(
+                "it is left out with --no-distro, with --matrix, with --source (not Debian's \
+                 source), or by a --binary named debian; drop that, or leave --baseline out",
+            ));
+        }
+        if !req.sweep_buffer_pool_mb.is_empty() {
+            return Err(PlanError::NoDebianBaseline(
+                "a sweep compares each pool's contenders with that pool's built baseline; run \
+                 the sweep without --baseline debian",
+            ));
         }
     }
     if req.gate != GateMode::Quick && req.recipe.mtr.is_none() {

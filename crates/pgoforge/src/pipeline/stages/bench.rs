@@ -98,7 +98,12 @@ impl BenchStage {
                 pin: true,
                 seed,
                 order_scheme: OrderScheme::Williams,
-                reference_only: req.outside_names(),
+                // Debian's server as the baseline is compared with, not a reference beside.
+                reference_only: req
+                    .outside_names()
+                    .into_iter()
+                    .filter(|n| req.baseline.is_build() || n != &contenders[0].name)
+                    .collect(),
                 trained_on: if trained && !req.is_matrix() {
                     let mut v: Vec<_> = req.mix().phases.iter().map(|p| p.test).collect();
                     v.dedup();

@@ -2,9 +2,10 @@
 //! package downloaded and unpacked into WORK/distro/, then benchmarked beside the variants as the
 //! contender `debian` — gated, never packaged — so the report's first table says what the winner
 //! gains over what users run now. A mirror that does not serve that binary costs the run the
-//! comparison, not the run: a warning says so and the benchmark goes on without it.
+//! comparison, not the run: a warning says so and the benchmark goes on without it — unless it
+//! is the run's baseline (`--baseline debian`), fetched before the builds ([`reference`]).
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::pipeline::outcome::RunContender;
 use crate::pipeline::plan::RunRequest;
@@ -54,13 +55,17 @@ impl Step for DistroStep {
     }
 
     fn planned(&self, req: &RunRequest) -> bool {
-        req.distro.is_some()
+        req.distro.is_some() && req.baseline.is_build()
     }
 
     fn run(&self, r: &mut RunCx, t: &mut Tail) -> Result<()> {
         let Some(server) = &r.plan.request.distro else {
             return Ok(());
         };
+        if !r.plan.request.baseline.is_build() {
+            // The run's baseline, fetched before the builds (`reference`): contenders[0].
+            return Ok(());
+        }
         match r.run(&DistroStage { server }) {
             Ok(f) => t.contenders.push(RunContender::not_built(NAME, f.binary)?),
             Err(e) => r.warn(format!(
@@ -70,4 +75,21 @@ impl Step for DistroStep {
         }
         Ok(())
     }
+}
+
+/// Debian's server as the run's baseline (`--baseline debian`): fetched before the builds, the
+/// first contender — the gate's, MTR's and the benchmark's reference, and the A/A control. No
+/// other baseline exists, so a mirror that does not serve it stops the run.
+pub(in crate::pipeline) fn reference(r: &mut RunCx) -> Result<RunContender> {
+    let server = r.plan.request.distro.as_ref().context(
+        "--baseline debian without Debian's server in the plan (the plan refuses that: a bug)",
+    )?;
+    let f = r.run(&DistroStage { server }).with_context(|| {
+        format!(
+            "Debian's {} {} is this run's baseline (--baseline debian), and it could not be \
+             fetched; leave --baseline out to build the baseline instead",
+            server.package, server.version
+        )
+    })?;
+    RunContender::not_built(NAME, f.binary)
 }

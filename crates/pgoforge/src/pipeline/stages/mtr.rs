@@ -33,6 +33,8 @@ pub struct MtrStage<'a> {
     /// them), and MySQL's MTR script.
     pub source_dir: PathBuf,
     pub baseline: PathBuf,
+    /// The baseline's name in the run (`baseline`, or `debian` as `--baseline debian`).
+    pub baseline_name: String,
     pub candidates: Vec<(String, PathBuf)>,
     /// Debian's downloaded server, left out of MTR (`MtrGate::not_run`).
     pub not_run: Vec<String>,
@@ -119,7 +121,7 @@ impl Stage for MtrStage<'_> {
                 args: &self.args,
             },
             self.mode,
-            &self.baseline,
+            (&self.baseline_name, &self.baseline),
             &self.candidates,
             &dir,
             tools_seconds,
@@ -140,28 +142,44 @@ impl<'a> MtrStage<'a> {
     pub fn of_run(
         plan: &'a RunPlan,
         src: &Source,
-        baseline: &BuildOutput,
+        baseline: Option<&BuildOutput>,
         contenders: &[RunContender],
     ) -> Option<MtrStage<'a>> {
         let req = &plan.request;
         let spec = req.recipe.mtr.as_ref()?;
-        // Debian's server, which the run downloaded as a reference, is left out: it is built with
-        // wsrep, whose MTR wants Galera's SST scripts that the baseline's tree lacks (MTR refused
-        // it on the first real run). A `--binary` server the user gave is tested like a variant.
+        // Debian's server, which the run downloaded to compare with, is left out: it is built
+        // with wsrep, whose MTR wanted Galera's SST scripts that the baseline's tree lacked (MTR
+        // refused it on the first real run, before the recipe was Debian-shaped). As the
+        // baseline (`--baseline debian`) it is the reference and runs first. A `--binary`
+        // server the user gave is tested like a variant.
         let distro = |c: &RunContender| {
-            req.distro.is_some() && c.build.is_none() && c.name == crate::source::distro::NAME
+            req.baseline.is_build()
+                && req.distro.is_some()
+                && c.build.is_none()
+                && c.name == crate::source::distro::NAME
         };
         let built: Vec<RunContender> = contenders.iter().filter(|c| !distro(c)).cloned().collect();
+        // MTR's tools come from the baseline's tree, or with Debian's server as the baseline,
+        // from the first optimized build's (built there with its flags: they only drive tests).
+        let build_dir = match baseline {
+            Some(b) => b.build_dir.clone(),
+            None => contenders
+                .iter()
+                .find_map(|c| c.build.as_ref())?
+                .build_dir
+                .clone(),
+        };
         let (tests, args) = spec.selection(req.gate, req.mtr_tests.as_deref());
         Some(MtrStage {
             spec,
             mode: req.gate,
             tests,
             args,
-            build_dir: baseline.build_dir.clone(),
+            build_dir,
             server_rel: req.recipe.build.binary.clone().into(),
             source_dir: src.dir.clone(),
             baseline: contenders[0].binary.clone(),
+            baseline_name: contenders[0].name.clone(),
             candidates: candidates(&built),
             not_run: contenders
                 .iter()
@@ -189,7 +207,7 @@ impl Step for MtrStep {
 
     fn run(&self, r: &mut RunCx, t: &mut Tail) -> Result<()> {
         let plan = r.plan;
-        let Some(stage) = MtrStage::of_run(plan, &t.src, &t.baseline, &t.contenders) else {
+        let Some(stage) = MtrStage::of_run(plan, &t.src, t.baseline.as_ref(), &t.contenders) else {
             return Ok(());
         };
         let g = r.run(&stage)?;

@@ -134,7 +134,8 @@ impl Stage for TrainStage<'_> {
 
 impl<'a> TrainStage<'a> {
     /// Training `gen` on `mix` with the run's server settings, on the dataset template the baseline
-    /// prepares (`base`: the first profile, for a cs-pgo-gen build).
+    /// (`dataset_from`: the built one or Debian's) prepares (`base`: the first profile, for a
+    /// cs-pgo-gen build).
     /// The training servers' configuration: the run's, on the mix's engine.
     fn config(&self) -> ServerConfig {
         self.mix.server_config(self.server)
@@ -142,7 +143,7 @@ impl<'a> TrainStage<'a> {
 
     pub fn of_run(
         plan: &'a RunPlan,
-        baseline: &'a BuildOutput,
+        dataset_from: &'a std::path::Path,
         gen: &'a BuildOutput,
         mix: &'a Mix,
         mix_name: Option<&'a str>,
@@ -154,7 +155,7 @@ impl<'a> TrainStage<'a> {
             mix,
             mix_name,
             server: &plan.request.server,
-            dataset_from: Some(&baseline.binary),
+            dataset_from: Some(dataset_from),
         }
     }
 }
