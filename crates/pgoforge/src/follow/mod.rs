@@ -8,7 +8,9 @@
 //! 3. `pgoforge run` on that release with the published profiles (`--profile-from`: one
 //!    optimized build, BOLT from the old BOLT profile; a profile the compiler finds too stale is
 //!    retrained, `--retrain-if-stale`), the gate, and the benchmark against Debian's own server
-//!    of the same release; a child process, so its work dir, resume and lock are run's own;
+//!    of the same release, which is the run's baseline (`--baseline debian`: no baseline build —
+//!    the gate's and MTR's reference and the A/A control are Debian's binary, the question the
+//!    cycle asks anyway); a child process, so its work dir, resume and lock are run's own;
 //! 4. publish when the gate passed and the server is not slower than Debian's beyond the margin
 //!    (verdict.rs); else the repository stays as it was and the hosts keep running Debian's
 //!    server of the new release (the .deb's selector runs the optimized binary only beside the
@@ -275,12 +277,19 @@ fn run(
         .arg("--profile-from")
         .arg(&last.sidecar)
         .args(["--retrain-if-stale", "--no-package", "--allow-noisy"])
+        .args(["--baseline", "debian"])
         .arg("--work-dir")
         .arg(work);
     if !req.run_args.iter().any(|a| a.starts_with("--workloads")) {
         // The workloads the profile was trained on: the question is "not slower", and a
         // third workload is a third of the benchmark's time.
         c.args(["--workloads", "oltp_point_select,oltp_read_write"]);
+    }
+    if !req.run_args.iter().any(|a| a == "--aa" || a == "--no-aa") {
+        // The verdict is Debian's server against the candidate; the A/A control would be a
+        // third of the benchmark (12 rounds of three servers instead of 8 of two: 15 min against
+        // 7 on 2 cores). Without it the report pools the comparison's own scatter for its noise.
+        c.arg("--no-aa");
     }
     c.args(req.run_args);
     // The run's progress and summary are the cycle's log (the journal's, under the timer); its
