@@ -254,7 +254,12 @@ fn control(m: &Manifest, c: &Control) -> String {
     }
     if !gains.is_empty() {
         long.push(" .".into());
-        long.push(" Throughput against the -O2 baseline (interval):".into());
+        long.push(match m.gains_against.as_deref() {
+            Some(crate::source::distro::NAME) => {
+                " Throughput against Debian's server of the same release (interval):".into()
+            }
+            _ => " Throughput against the -O2 baseline (interval):".into(),
+        });
         long.extend(gains);
     }
     long.push(" .".into());
@@ -524,6 +529,39 @@ mod tests {
         m.engine = crate::server::config::Engine::RocksDb;
         let w = plugin_left_out(&m, Path::new("p.tar.zst")).unwrap();
         assert!(w.contains("lib/plugin/ha_rocksdb.so") && w.contains("deploy the tarball"));
+    }
+
+    #[test]
+    fn the_description_names_what_the_gains_were_measured_against() {
+        let gain = crate::package::Gain {
+            workload: "oltp_point_select".into(),
+            threads: 4,
+            ratio: 1.99,
+            ci: (1.88, 2.10),
+            verdict: String::new(),
+        };
+        let mut m = Manifest {
+            variant: "pgo+lto+bolt".into(),
+            gains: vec![gain],
+            ..Manifest::default()
+        };
+        let c = Control {
+            version: "1:10.11.19-0+deb12u1+pgoforge+pgo+lto+bolt.1ea43489",
+            fits: "1:10.11.19-0+deb12u1",
+            arch: "amd64",
+            installed_kib: 1,
+            maintainer: "a <a@b.invalid>",
+            depends: "",
+        };
+        let built = control(&m, &c);
+        assert!(built.contains("against the -O2 baseline"), "{built}");
+        // `follow`'s runs compare with Debian's server (`run --baseline debian`).
+        m.gains_against = Some("debian".into());
+        let debian = control(&m, &c);
+        assert!(
+            debian.contains("against Debian's server of the same release (interval):\n oltp_point_select at 4 threads: +99.0 % [+88.0, +110.0]"),
+            "{debian}"
+        );
     }
 
     #[test]

@@ -292,6 +292,10 @@ fn readme(k: &KitFor) -> String {
     if gains.is_empty() {
         gains = "- (none recorded in manifest.json)\n".into();
     }
+    let against = match m.gains_against.as_deref() {
+        Some(crate::source::distro::NAME) => "Debian's server of the same release",
+        _ => "the baseline",
+    };
     let connect = if k.flavor.family.is_mysql_like() {
         format!(
             "    mysql -S /run/pgoforge-{fam}/mysqld.sock -u root -p   # the temporary password step 3 printed\n    # then: ALTER USER root@localhost IDENTIFIED BY '...';\n"
@@ -302,7 +306,7 @@ fn readme(k: &KitFor) -> String {
     format!(
         "# {name}\n\n\
          {flavor}, variant {variant}, built by pgoforge {pv} from {source}.\n\
-         How it was made and what it measured: manifest.json. Measured against the baseline:\n\n{gains}\n\
+         How it was made and what it measured: manifest.json. Measured against {against}:\n\n{gains}\n\
          Layout: `bin/{server}` (the server), `lib/` (libraries from its build tree, if any),\n\
          `share/{share}/` (error messages{charsets}{bootstrap}), `etc/my.cnf`,\n\
          `systemd/{unit}`, `manifest.json`, `SHA256SUMS`.\n\n\

@@ -83,6 +83,11 @@ pub struct Manifest {
     /// BOLT's flags, when the binary was optimized by BOLT.
     pub bolt_flags: Vec<String>,
     pub gains: Vec<Gain>,
+    /// What `gains` were measured against when it was not the run's own -O2 build: `debian`,
+    /// Debian's server of the same release (`run --baseline debian`, as `follow` runs). Absent:
+    /// the built baseline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gains_against: Option<String>,
     pub pgoforge_version: String,
     /// The package's one date, seconds since the epoch: every file's time in the tarball and the
     /// .deb and the changelog's date, taken from the source (`reproducible::source_date_epoch`),

@@ -222,6 +222,12 @@ pub fn package_contender(
         profiles,
         bolt_flags: c.bolt.as_ref().map(|b| b.flags.clone()).unwrap_or_default(),
         gains: report.map(|r| gains(r, name)).unwrap_or_default(),
+        // A baseline the run did not build is Debian's server (`--baseline debian`).
+        gains_against: outcome
+            .contenders
+            .first()
+            .filter(|c| c.build.is_none())
+            .map(|c| c.name.clone()),
         pgoforge_version: env!("CARGO_PKG_VERSION").into(),
         source_date_epoch: crate::package::reproducible::source_date_epoch(Some(
             &outcome.source.dir,

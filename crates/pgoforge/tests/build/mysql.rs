@@ -146,6 +146,7 @@ fn a_packaged_mysql_runs_where_it_is_unpacked_with_no_library_from_its_build_tre
         profiles: vec![],
         bolt_flags: vec![],
         gains: vec![],
+        gains_against: None,
         pgoforge_version: String::new(),
         source_date_epoch: 0,
         binary_note: String::new(),

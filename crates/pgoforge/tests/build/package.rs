@@ -35,6 +35,7 @@ fn manifest(name: &str) -> Manifest {
             ci: (1.05, 1.15),
             verdict: "faster".into(),
         }],
+        gains_against: None,
         pgoforge_version: "0".into(),
         source_date_epoch: 0,
         binary_note: String::new(),

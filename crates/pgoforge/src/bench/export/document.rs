@@ -272,36 +272,42 @@ fn headline(r: &Report) -> Vec<Block> {
 /// over the baseline, and both servers' CPU per transaction.
 pub fn headline_table(h: &crate::bench::report::Headline) -> Table {
     let us = |x: Option<(f64, f64)>| x.map_or("-".into(), |(u, s)| format!("{u:.1} + {s:.1}"));
-    Table {
-        header: vec![
-            "workload".into(),
-            "threads".into(),
-            format!("{} vs {}", h.winner, h.reference),
-            format!("capacity vs {}", h.reference),
-            format!("{} vs baseline", h.winner),
-            format!("{} server µs/txn (user + kernel)", h.winner),
-            format!("{} server µs/txn", h.reference),
-            "user-space ceiling (Amdahl)".into(),
-        ],
-        rows: h
-            .cells
-            .iter()
-            .map(|c| {
-                vec![
-                    c.workload.clone(),
-                    c.threads.to_string(),
-                    c.vs_reference.sentence(),
-                    c.capacity_vs_reference
-                        .as_ref()
-                        .map_or("-".into(), capacity_cell),
-                    c.vs_baseline.as_ref().map_or("-".into(), |k| k.sentence()),
-                    us(c.winner_us),
-                    us(c.reference_us),
-                    c.ceiling_cell(),
-                ]
-            })
-            .collect(),
+    // With Debian's server as the baseline, "vs baseline" would repeat the first column.
+    let beside = !h.reference_is_baseline;
+    let mut header = vec![
+        "workload".into(),
+        "threads".into(),
+        format!("{} vs {}", h.winner, h.reference),
+        format!("capacity vs {}", h.reference),
+    ];
+    if beside {
+        header.push(format!("{} vs baseline", h.winner));
     }
+    header.extend([
+        format!("{} server µs/txn (user + kernel)", h.winner),
+        format!("{} server µs/txn", h.reference),
+        "user-space ceiling (Amdahl)".into(),
+    ]);
+    let rows = h
+        .cells
+        .iter()
+        .map(|c| {
+            let mut row = vec![
+                c.workload.clone(),
+                c.threads.to_string(),
+                c.vs_reference.sentence(),
+                c.capacity_vs_reference
+                    .as_ref()
+                    .map_or("-".into(), capacity_cell),
+            ];
+            if beside {
+                row.push(c.vs_baseline.as_ref().map_or("-".into(), |k| k.sentence()));
+            }
+            row.extend([us(c.winner_us), us(c.reference_us), c.ceiling_cell()]);
+            row
+        })
+        .collect();
+    Table { header, rows }
 }
 
 fn setup(r: &Report) -> Vec<Block> {
@@ -835,4 +841,53 @@ pub fn cachegrind_table(records: &[CgRecord], baseline: &str) -> Table {
         })
         .collect();
     Table { header, rows }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::report::{Headline, HeadlineCell};
+    use crate::bench::stats::{compare, Better};
+
+    #[test]
+    fn with_debians_server_as_the_baseline_the_headline_has_no_column_repeating_it() {
+        let rounds = [(1, 100.0), (2, 101.0), (3, 99.0)];
+        let faster = [(1, 190.0), (2, 201.0), (3, 199.0)];
+        let k = compare(&rounds, &faster, Better::Higher);
+        let mut h = Headline {
+            winner: "pgo+lto+bolt".into(),
+            reference: "debian".into(),
+            winner_version: None,
+            reference_version: None,
+            cells: vec![HeadlineCell {
+                workload: "oltp_point_select".into(),
+                threads: 4,
+                vs_reference: k.clone(),
+                vs_baseline: Some(k),
+                capacity_vs_reference: None,
+                winner_us: Some((13.4, 15.3)),
+                reference_us: Some((39.4, 19.1)),
+                counted: None,
+            }],
+            reference_is_baseline: false,
+        };
+        let t = headline_table(&h);
+        assert!(t.header.contains(&"pgo+lto+bolt vs baseline".to_string()));
+        assert!(h.sentence().contains("own baseline build beside it"));
+        assert!(t.rows.iter().all(|r| r.len() == t.header.len()));
+        h.reference_is_baseline = true;
+        h.cells[0].vs_baseline = None;
+        let t = headline_table(&h);
+        assert!(
+            !t.header.iter().any(|c| c.ends_with("vs baseline")),
+            "{:?}",
+            t.header
+        );
+        assert!(t.rows.iter().all(|r| r.len() == t.header.len()));
+        assert!(
+            h.sentence().contains("it is the run's baseline"),
+            "{}",
+            h.sentence()
+        );
+    }
 }

@@ -30,6 +30,10 @@ pub struct Headline {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference_version: Option<String>,
     pub cells: Vec<HeadlineCell>,
+    /// Debian's server is the run's baseline too (`run --baseline debian`): no gain over a
+    /// built baseline to show beside.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reference_is_baseline: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -214,15 +218,20 @@ impl Headline {
         format!(
             "{} against Debian's own server {release} ({}): what replacing it gains in \
              throughput and in capacity (transactions per server-CPU second), paired by round, \
-             Holm's correction over these {} cells each; the gain over pgoforge's own baseline \
-             build beside it, and each server's CPU per transaction (user + kernel µs). A \
+             Holm's correction over these {} cells each; {}each server's CPU per transaction \
+             (user + kernel µs). A \
              compiler shortens only the user part: the last column gives the reference's user \
              share, the capacity gain a user-space optimization could reach at most (all user \
              time gone), and the winner's user-time cut with the capacity gain that cut alone \
              gives with the kernel part unchanged.",
             self.winner,
             self.reference,
-            self.cells.len()
+            self.cells.len(),
+            if self.reference_is_baseline {
+                "it is the run's baseline (no baseline was built); "
+            } else {
+                "the gain over pgoforge's own baseline build beside it, and "
+            }
         )
     }
 }
@@ -253,6 +262,7 @@ pub(super) fn headline(
     if winner == reference {
         return None;
     }
+    let reference_is_baseline = plan.contenders.first().is_some_and(|c| c.name == reference);
     let mut out: Vec<HeadlineCell> = cells
         .iter()
         .filter(|c| &c.contender == winner)
@@ -275,7 +285,7 @@ pub(super) fn headline(
                 threads: w.threads,
                 vs_reference: compare(&r.tps_rounds, &w.tps_rounds, Better::Higher),
                 capacity_vs_reference,
-                vs_baseline: w.tps_vs_baseline.clone(),
+                vs_baseline: w.tps_vs_baseline.clone().filter(|_| !reference_is_baseline),
                 winner_us: per_txn(w),
                 reference_us: per_txn(r),
                 counted: None,
@@ -298,6 +308,7 @@ pub(super) fn headline(
         winner: winner.clone(),
         reference: reference.into(),
         cells: out,
+        reference_is_baseline,
     })
 }
 
@@ -364,6 +375,7 @@ mod tests {
             winner_version: None,
             reference_version: None,
             cells: vec![cell],
+            reference_is_baseline: false,
         };
         // No counts (no --cachegrind, or the reference not counted): the ceiling alone.
         h.add_counts(&[cg("pgo+lto+bolt", 20_000.0, 100.0, 50.0)]);
