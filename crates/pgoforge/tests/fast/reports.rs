@@ -11,9 +11,21 @@ use pgoforge::bench::report;
 
 fn committed_runs() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results");
-    let mut runs: Vec<PathBuf> = fs::read_dir(&root)
-        .unwrap()
-        .map(|e| e.unwrap().path())
+    let dirs = |d: &Path| -> Vec<PathBuf> {
+        fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir())
+            .collect()
+    };
+    // A result's own directory, or one of its runs (a follow cycle's, a host's of a pool).
+    let mut runs: Vec<PathBuf> = dirs(&root)
+        .into_iter()
+        .flat_map(|d| {
+            let mut v = dirs(&d);
+            v.push(d);
+            v
+        })
         .filter(|d| d.join("plan.json").is_file() && d.join("report.md").is_file())
         .collect();
     runs.sort();
