@@ -339,10 +339,7 @@ fn with_debians_server_as_the_baseline_nothing_builds_one_and_every_gate_compare
         ],
         "{text}"
     );
-    let builds: Vec<String> = fs::read_dir(work.join("builds"))
-        .unwrap()
-        .map(|d| d.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
+    let builds = common::names_in(&work.join("builds"));
     assert!(
         builds.iter().all(|n| !n.contains("-baseline-")),
         "{builds:?}"

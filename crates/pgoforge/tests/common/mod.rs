@@ -117,6 +117,14 @@ pub fn processes_mentioning(dir: &Path) -> Vec<(u32, String)> {
         .collect()
 }
 
+/// The names of the entries of `dir` (which must exist), in directory order.
+pub fn names_in(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
 /// Every path under `root`, directories included.
 pub fn paths_under(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

@@ -665,10 +665,7 @@ fn tpcc_is_benchmarked_beside_the_oltp_tests_on_one_template() {
         assert_eq!(r.result.test, "tpcc");
     }
     // One template holds both datasets, named for both.
-    let names: Vec<String> = fs::read_dir(work.path().join("datasets"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
+    let names = crate::common::names_in(&work.path().join("datasets"));
     assert_eq!(names.len(), 1, "{names:?}");
     assert!(names[0].contains("+tpcc1w"), "{names:?}");
     let rep = report::build(&dir).unwrap();

@@ -261,10 +261,7 @@ fn a_replay_is_a_benchmark_and_a_training_workload_on_its_own_data() {
             "the dump's table is in every copy: {res}"
         );
     }
-    let templates: Vec<String> = fs::read_dir(work.join("datasets"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
+    let templates = crate::common::names_in(&work.join("datasets"));
     assert!(
         templates.iter().any(|n| n.contains("+replay")),
         "{templates:?}"
