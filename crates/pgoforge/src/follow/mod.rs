@@ -277,15 +277,27 @@ fn run(
         .arg("--profile-from")
         .arg(&last.sidecar)
         .args(["--retrain-if-stale", "--no-package", "--allow-noisy"])
-        .args(["--baseline", "debian"])
         .arg("--work-dir")
         .arg(work);
-    if !req.run_args.iter().any(|a| a.starts_with("--workloads")) {
+    // A cycle's defaults, each unless `-- RUN_OPTIONS` gives that option itself (run refuses an
+    // option given twice).
+    let given = |flags: &[&str]| {
+        req.run_args.iter().any(|a| {
+            flags
+                .iter()
+                .any(|f| a == f || a.strip_prefix(f).is_some_and(|v| v.starts_with('=')))
+        })
+    };
+    if !given(&["--baseline"]) {
+        // Debian's server is the question anyway: no baseline build.
+        c.args(["--baseline", "debian"]);
+    }
+    if !given(&["--workloads"]) {
         // The workloads the profile was trained on: the question is "not slower", and a
         // third workload is a third of the benchmark's time.
         c.args(["--workloads", "oltp_point_select,oltp_read_write"]);
     }
-    if !req.run_args.iter().any(|a| a == "--aa" || a == "--no-aa") {
+    if !given(&["--aa", "--no-aa"]) {
         // The verdict is Debian's server against the candidate; the A/A control would be a
         // third of the benchmark (12 rounds of three servers instead of 8 of two: 15 min against
         // 7 on 2 cores). Without it the report pools the comparison's own scatter for its noise.

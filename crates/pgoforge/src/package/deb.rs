@@ -254,12 +254,10 @@ fn control(m: &Manifest, c: &Control) -> String {
     }
     if !gains.is_empty() {
         long.push(" .".into());
-        long.push(match m.gains_against.as_deref() {
-            Some(crate::source::distro::NAME) => {
-                " Throughput against Debian's server of the same release (interval):".into()
-            }
-            _ => " Throughput against the -O2 baseline (interval):".into(),
-        });
+        long.push(format!(
+            " Throughput against {} (interval):",
+            m.gains_against_words("the -O2 baseline")
+        ));
         long.extend(gains);
     }
     long.push(" .".into());

@@ -292,10 +292,7 @@ fn readme(k: &KitFor) -> String {
     if gains.is_empty() {
         gains = "- (none recorded in manifest.json)\n".into();
     }
-    let against = match m.gains_against.as_deref() {
-        Some(crate::source::distro::NAME) => "Debian's server of the same release",
-        _ => "the baseline",
-    };
+    let against = m.gains_against_words("the baseline");
     let connect = if k.flavor.family.is_mysql_like() {
         format!(
             "    mysql -S /run/pgoforge-{fam}/mysqld.sock -u root -p   # the temporary password step 3 printed\n    # then: ALTER USER root@localhost IDENTIFIED BY '...';\n"

@@ -128,6 +128,17 @@ pub struct Manifest {
     pub runtime_packages: Vec<String>,
 }
 
+impl Manifest {
+    /// What `gains` were measured against, in words: Debian's server of the same release, or
+    /// `built` — how the caller names the run's own baseline build.
+    pub fn gains_against_words<'a>(&self, built: &'a str) -> &'a str {
+        match self.gains_against.as_deref() {
+            Some(crate::source::distro::NAME) => "Debian's server of the same release",
+            _ => built,
+        }
+    }
+}
+
 /// Where a package keeps an engine's plugin, relative to its root.
 pub const PLUGIN_DIR: &str = "lib/plugin";
 
