@@ -446,6 +446,7 @@ fn configure(
         pch::remove_stale(build_dir);
         None
     };
+    first_pass(build_dir)?;
     let mut configure = configure_command(req, build_dir, flags, remote, launcher);
     configure.args(pch::cmake_args(pch.as_deref()));
     append_line(log_path, &format!("$ {configure:?}"))?;
@@ -461,6 +462,22 @@ fn configure(
         let _ = append_line(log_path, &format!("pgoforge: {m}"));
     })?;
     Ok(())
+}
+
+/// Makes the coming configure a first one: an earlier attempt's CMake cache is removed (its
+/// objects stay, and only what the configure changes is compiled again). MariaDB 10.11's CMake
+/// decides differently on a second pass over its own cache — the archive, blackhole and
+/// federatedx engines, modules on the first pass, become static (cmake/plugin.cmake keeps
+/// `WITH_<ENGINE>_STORAGE_ENGINE` in the cache) — so a build resumed in its directory would
+/// otherwise not be the server a fresh build makes (docs/bench/mariadb-pch.md).
+fn first_pass(build_dir: &Path) -> Result<()> {
+    let cache = build_dir.join("CMakeCache.txt");
+    match fs::remove_file(&cache) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", cache.display()))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// `cmake --build` of the recipe's targets at `jobs`, its percentage reported as it goes.

@@ -546,6 +546,14 @@ fn a_failing_build_shows_its_log_and_is_never_cached() {
     );
     assert_eq!(log.matches("stopped unfinished after").count(), 2, "{log}");
     assert!(out.seconds > 0.0);
+    // Each attempt configured afresh: the third is a first pass, as a fresh build's is (the
+    // fixture, like MariaDB, configures otherwise over its own cache).
+    let flags = fs::read_to_string(out.dir.join("build/CMakeFiles/pgofix.dir/flags.make")).unwrap();
+    assert!(
+        flags.contains("-DCMAKE_BUILD_TYPE") || flags.contains("_DEFINES"),
+        "{flags}"
+    );
+    assert!(!flags.contains("PGOFIX_SECOND_PASS"), "{flags}");
 }
 
 #[test]
