@@ -76,13 +76,24 @@ pub struct SourceArgs {
         conflicts_with = "source"
     )]
     pub source_version: Option<String>,
+    /// Precompiled headers for the heaviest targets, where the recipe offers them on request
+    /// (mariadb-10.11: sql, InnoDB and the performance schema: a faster build whose code differs
+    /// in a few static initializers; builds of their own key, docs/bench/mariadb-pch.md).
+    /// `follow` asks for them [the recipe's own setting: MySQL's recipes use them always]
+    #[arg(long = "precompiled-headers")]
+    pub precompiled_headers: bool,
 }
 
 impl SourceArgs {
     /// The recipe at the release to build, and what the mirror said of its releases (None for
     /// a source that is not a Debian package, or the user's `--source`).
     pub fn recipe(&self) -> Result<(Recipe, Option<ReleaseCheck>)> {
-        let r = Recipe::load(&self.recipe).refused()?;
+        let mut r = Recipe::load(&self.recipe).refused()?;
+        if self.precompiled_headers {
+            r = r
+                .with_precompiled_headers()
+                .unwrap_or_else(|m| super::usage_error(format!("--precompiled-headers: {m}")));
+        }
         if self.source.is_some() {
             return Ok((r, None));
         }

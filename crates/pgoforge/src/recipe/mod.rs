@@ -163,6 +163,12 @@ pub struct Recipe {
     /// so their keys stay.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub engines: BTreeMap<String, EngineBuild>,
+    /// Precompiled headers the recipe offers on request (`--precompiled-headers`; `follow`'s
+    /// cycles ask), in `[build.precompile_headers]`'s form: for a recipe whose builds were
+    /// published and measured without them, so its default builds keep their keys and bytes.
+    /// Outside `build`, so never part of a key until asked for.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub optional_precompile_headers: BTreeMap<String, Vec<String>>,
 }
 
 /// What building a storage engine's plugin adds to every build of a run on that engine.
@@ -328,6 +334,32 @@ impl Recipe {
         Ok(self)
     }
 
+    /// Whether a build of this recipe can use precompiled headers: its own, or offered on request.
+    pub fn offers_precompiled_headers(&self) -> bool {
+        !self.build.precompile_headers.is_empty() || !self.optional_precompile_headers.is_empty()
+    }
+
+    /// The recipe whose builds use the precompiled headers it offers on request
+    /// (`--precompiled-headers`): they move into `build`, and so into every build's key. A recipe
+    /// that uses its own already is returned as it is; one that offers none is refused, naming
+    /// the fix.
+    pub fn with_precompiled_headers(mut self) -> Result<Recipe, String> {
+        if !self.build.precompile_headers.is_empty() {
+            return Ok(self);
+        }
+        if self.optional_precompile_headers.is_empty() {
+            return Err(format!(
+                "recipe {} offers no precompiled headers (it has no [optional_precompile_headers] \
+                 table); leave --precompiled-headers out, or add the table to a recipe file of \
+                 your own",
+                self.name
+            ));
+        }
+        self.build.precompile_headers = std::mem::take(&mut self.optional_precompile_headers);
+        self.description = format!("{}, with precompiled headers", self.description);
+        Ok(self)
+    }
+
     /// Values that reach file names, apt (as root) and /etc/apt must be what they claim to be.
     fn check(&self) -> Result<()> {
         if !is_safe_name(&self.name) {
@@ -349,6 +381,8 @@ impl Recipe {
             );
         }
         precompile::check(&self.build.precompile_headers)?;
+        precompile::check(&self.optional_precompile_headers)
+            .context("optional_precompile_headers")?;
         if let Some(c) = &self.build.default_compiler {
             if !is_compiler_name(c) {
                 bail!(
@@ -542,6 +576,26 @@ mod tests {
         assert!(m.build.precompile_headers.is_empty());
         let key_text = serde_json::to_string(&m.build).unwrap();
         assert!(!key_text.contains("precompile_headers"), "{key_text}");
+        // It offers them on request: asked for, they are in the build and so in its key.
+        for t in ["sql", "innobase", "perfschema"] {
+            assert!(m.optional_precompile_headers.contains_key(t), "{t}");
+        }
+        let asked = m.clone().with_precompiled_headers().unwrap();
+        assert_eq!(
+            asked.build.precompile_headers,
+            m.optional_precompile_headers
+        );
+        assert!(asked.optional_precompile_headers.is_empty());
+        assert!(serde_json::to_string(&asked.build)
+            .unwrap()
+            .contains("precompile_headers"));
+        // MySQL's recipe uses its own always: asking changes nothing.
+        assert_eq!(r.clone().with_precompiled_headers().unwrap(), r);
+        // A recipe that offers none is refused, naming the fix.
+        let mut bare = m.clone();
+        bare.optional_precompile_headers.clear();
+        let e = bare.with_precompiled_headers().unwrap_err();
+        assert!(e.contains("leave --precompiled-headers out"), "{e}");
     }
 
     #[test]
