@@ -3,9 +3,9 @@
 every function's instructions hashed with addresses and other numbers of 4+ hex digits (call and
 jump targets, rip-relative displacements: they move when the layout does) and comments left out,
 symbol names and offsets inside a function kept; PLT stubs left out (their slot numbers follow
-the order of imports). Prints how many functions are in both, identical,
-differing, in one only (docs/bench/mysql-build.md: a build with precompiled headers against one
-without).
+the order of imports); ThinLTO's .llvm.N suffixes of promoted local symbols set aside. Prints
+how many functions are in both, identical, differing, in one only (docs/bench/mysql-build.md and
+docs/bench/mariadb-pch.md: a build with precompiled headers against one without).
 
 usage: compare-functions.py BINARY_A BINARY_B"""
 import hashlib, re, subprocess, sys
@@ -26,7 +26,15 @@ def fns(path):
     p.wait(); return out
 if len(sys.argv) != 3:
     sys.exit(__doc__)
-a, b = fns(sys.argv[1]), fns(sys.argv[2])
+def by_name(f):
+    # ThinLTO renames a promoted local symbol NAME.llvm.N, N a hash of its module, which changes
+    # whenever anything in the module does (a precompiled header, say): compared by NAME, with
+    # the hashes of every function of that name.
+    out = {}
+    for k, v in f.items():
+        out.setdefault(re.sub(r"\.llvm\.\d+$", "", k), []).append(v)
+    return {k: "".join(sorted(v)) for k, v in out.items()}
+a, b = by_name(fns(sys.argv[1])), by_name(fns(sys.argv[2]))
 # PLT stubs carry their slot number: they differ whenever the order of imports does.
 a = {k: v for k, v in a.items() if not k.endswith("@plt")}
 b = {k: v for k, v in b.items() if not k.endswith("@plt")}
